@@ -1,0 +1,202 @@
+"""Rank statistics shared by the measurement stage, the site build and every study bundle.
+
+Standard library only, Python 3.10+: this file is copied verbatim into each bundle zip, where
+`reproduce.py` imports it. Definitions follow DESIGN.md:
+
+- attribution score of a component = mean signed margin attribution over pairs (rank 1 = largest)
+- patch score of a component = mean |effect| / |clean margin| over pairs (rank 1 = largest)
+- Spearman rho = Pearson correlation of average ranks (ties share the mean rank), computed over
+  the components both methods cover
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+from typing import Callable, Iterable, Sequence
+
+ATTRIBUTION_FIELDS = ("dimension", "pair_id", "seed_id", "component", "attribution", "margin")
+PATCHING_FIELDS = ("dimension", "pair_id", "seed_id", "component", "mode", "clean_margin", "effect")
+
+
+class FixtureError(ValueError):
+    """A fixture that cannot be read; names the file and the 1-based line."""
+
+    def __init__(self, path: str, line: int | None, message: str):
+        self.path, self.line, self.message = str(path), line, message
+        where = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{where}: {message}")
+
+
+def read_jsonl(path, required: Sequence[str] = ()) -> list[dict]:
+    """Parse a JSONL file; every row must be an object holding the `required` fields."""
+    rows = []
+    try:
+        handle = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise FixtureError(path, None, f"cannot open: {exc.strerror}") from None
+    with handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text, parse_constant=_reject_constant)
+            except ValueError as exc:
+                raise FixtureError(path, number, f"not valid JSON ({exc})") from None
+            if not isinstance(row, dict):
+                raise FixtureError(path, number, "row is not a JSON object")
+            missing = [field for field in required if field not in row]
+            if missing:
+                raise FixtureError(path, number, f"row lacks field(s): {', '.join(missing)}")
+            row["_line"] = number
+            rows.append(row)
+    return rows
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a number")
+
+
+def mean(values: Iterable[float]) -> float:
+    values = list(values)
+    if not values:
+        raise ValueError("mean of no values")
+    return math.fsum(values) / len(values)
+
+
+def average_ranks(values: Sequence[float]) -> list[float]:
+    """Rank 1 = largest; tied values share the mean of the ranks they span."""
+    order = sorted(range(len(values)), key=lambda i: -values[i])
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        shared = (start + end) / 2 + 1
+        for k in range(start, end + 1):
+            ranks[order[k]] = shared
+        start = end + 1
+    return ranks
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float:
+    if len(x) != len(y) or len(x) < 2:
+        raise ValueError("pearson needs two sequences of equal length >= 2")
+    mx, my = mean(x), mean(y)
+    dx = [a - mx for a in x]
+    dy = [b - my for b in y]
+    sxx = math.fsum(a * a for a in dx)
+    syy = math.fsum(b * b for b in dy)
+    if sxx == 0 or syy == 0:
+        return float("nan")
+    return math.fsum(a * b for a, b in zip(dx, dy)) / math.sqrt(sxx * syy)
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    return pearson(average_ranks(x), average_ranks(y))
+
+
+def join_rows(attribution_rows: Iterable[dict], patching_rows: Iterable[dict], mode: str) -> dict:
+    """Inner join per (dimension, pair_id, component) of attribution rows and patching rows of `mode`.
+
+    Returns {(dimension, pair_id, component): (attribution_row, patching_row)}.
+    """
+    patched = {}
+    for row in patching_rows:
+        if row["mode"] == mode:
+            patched[(row["dimension"], row["pair_id"], row["component"])] = row
+    joined = {}
+    for row in attribution_rows:
+        key = (row["dimension"], row["pair_id"], row["component"])
+        if key in patched:
+            joined[key] = (row, patched[key])
+    return joined
+
+
+def patch_fraction(patch_row: dict) -> float:
+    """|effect| / |clean margin| of one patched pair (the fraction behind "moves X%")."""
+    clean = abs(patch_row["clean_margin"])
+    if clean == 0:
+        return 0.0 if patch_row["effect"] == 0 else float("inf")
+    return abs(patch_row["effect"]) / clean
+
+
+def component_scores(joined: dict) -> dict[str, dict[str, tuple[float, float]]]:
+    """{dimension: {component: (attribution score, patch score)}} over the joined rows."""
+    buckets: dict[str, dict[str, tuple[list, list]]] = {}
+    for (dimension, _pair, component), (attr_row, patch_row) in joined.items():
+        attr, patch = buckets.setdefault(dimension, {}).setdefault(component, ([], []))
+        attr.append(attr_row["attribution"])
+        patch.append(patch_fraction(patch_row))
+    return {
+        dimension: {c: (mean(a), mean(p)) for c, (a, p) in sorted(comps.items())}
+        for dimension, comps in sorted(buckets.items())
+    }
+
+
+def rankings(scores: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    """{component: (attribution rank, patch rank)} for one dimension's component scores."""
+    names = list(scores)
+    attr_ranks = average_ranks([scores[c][0] for c in names])
+    patch_ranks = average_ranks([scores[c][1] for c in names])
+    return {c: (a, p) for c, a, p in zip(names, attr_ranks, patch_ranks)}
+
+
+def dimension_rhos(scores: dict[str, dict[str, tuple[float, float]]]) -> dict[str, float]:
+    """Spearman rho of attribution score against patch score, per dimension."""
+    rhos = {}
+    for dimension, comps in scores.items():
+        names = list(comps)
+        rhos[dimension] = spearman([comps[c][0] for c in names], [comps[c][1] for c in names])
+    return rhos
+
+
+def roc_auc(scores: Sequence[float], positive: Sequence[bool]) -> float:
+    """Area under the ROC curve of `scores` ranking the `positive` items first (ties count half)."""
+    n_pos = sum(1 for p in positive if p)
+    n_neg = len(positive) - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ascending = [len(scores) + 1 - r for r in average_ranks(scores)]  # rank 1 = smallest
+    rank_sum = math.fsum(r for r, p in zip(ascending, positive) if p)
+    return (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+
+
+def seed_bootstrap(
+    seed_ids: Sequence[str],
+    statistic: Callable[[list[str]], float],
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile interval of `statistic` over resamples of distinct seeds, with replacement.
+
+    Rows mutated from one seed pair share a seed id, so resampling seeds (not rows) keeps clones
+    from posing as independent evidence.
+    """
+    distinct = sorted(set(seed_ids))
+    rng = random.Random(seed)
+    values = sorted(
+        statistic([rng.choice(distinct) for _ in distinct]) for _ in range(resamples)
+    )
+    values = [v for v in values if not math.isnan(v)]
+    if not values:
+        return (float("nan"), float("nan"))
+    tail = (1 - level) / 2
+    low = values[min(len(values) - 1, int(math.floor(tail * len(values))))]
+    high = values[min(len(values) - 1, int(math.ceil((1 - tail) * len(values))) - 1)]
+    return (low, high)
+
+
+def crystallization_depth(running_margins: Sequence[float]) -> float:
+    """First layer l (1-based) where m_l >= m_L / 2, as a fraction of depth L.
+
+    For a negative final margin the comparison is mirrored (m_l <= m_L / 2).
+    """
+    final = running_margins[-1]
+    depth = len(running_margins)
+    for layer, value in enumerate(running_margins, start=1):
+        if (value >= final / 2) if final >= 0 else (value <= final / 2):
+            return layer / depth
+    return 1.0
