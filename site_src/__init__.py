@@ -1,0 +1,1 @@
+"""The site generator: Markdown + committed fixtures -> a static site in public/. Never imports torch."""
