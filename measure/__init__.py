@@ -1,0 +1,1 @@
+"""The torch job stage: measures reward models and writes study bundles."""
