@@ -1,0 +1,67 @@
+"""The shared rank statistics agree with scipy and with their definitions in DESIGN.md."""
+import math
+import random
+
+import pytest
+from scipy import stats
+
+from bundle_kit import rankstats
+
+
+def test_average_ranks_rank_one_is_largest_and_ties_share():
+    assert rankstats.average_ranks([0.5, 2.0, 2.0, -1.0]) == [3.0, 1.5, 1.5, 4.0]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_spearman_matches_scipy_with_ties(seed):
+    rng = random.Random(seed)
+    x = [rng.choice([0.1, 0.2, 0.3, rng.random()]) for _ in range(40)]
+    y = [rng.random() if i % 3 else x[i] for i in range(40)]
+    assert rankstats.spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+
+
+def test_spearman_of_constant_is_nan():
+    assert math.isnan(rankstats.spearman([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]))
+
+
+def test_roc_auc_matches_mann_whitney():
+    rng = random.Random(3)
+    scores = [rng.choice([0.0, 0.5, 1.0, rng.random()]) for _ in range(30)]
+    positive = [rng.random() < 0.3 for _ in range(30)]
+    pos = [s for s, p in zip(scores, positive) if p]
+    neg = [s for s, p in zip(scores, positive) if not p]
+    u = stats.mannwhitneyu(pos, neg).statistic
+    assert rankstats.roc_auc(scores, positive) == pytest.approx(u / (len(pos) * len(neg)))
+
+
+def test_join_and_scores_follow_the_definitions():
+    attribution = [
+        {"dimension": "d", "pair_id": p, "component": c, "attribution": a}
+        for p, c, a in [("p1", "a", 1.0), ("p1", "b", 3.0), ("p2", "a", 2.0), ("p2", "b", 1.0),
+                        ("p1", "embed", 9.0)]
+    ]
+    patching = [
+        {"dimension": "d", "pair_id": p, "component": c, "mode": m, "clean_margin": cm, "effect": e}
+        for p, c, m, cm, e in [("p1", "a", "mean", 2.0, -1.0), ("p1", "b", "mean", 2.0, 0.5),
+                               ("p2", "a", "mean", -4.0, 1.0), ("p2", "b", "mean", -4.0, -4.0),
+                               ("p1", "a", "zero", 2.0, 9.0)]
+    ]
+    joined = rankstats.join_rows(attribution, patching, "mean")
+    assert sorted(joined) == [("d", "p1", "a"), ("d", "p1", "b"), ("d", "p2", "a"), ("d", "p2", "b")]
+    scores = rankstats.component_scores(joined)["d"]
+    assert scores["a"] == pytest.approx((1.5, (0.5 + 0.25) / 2))
+    assert scores["b"] == pytest.approx((2.0, (0.25 + 1.0) / 2))
+    assert rankstats.rankings(scores) == {"a": (2.0, 2.0), "b": (1.0, 1.0)}
+
+
+def test_seed_bootstrap_is_deterministic_and_brackets_the_estimate():
+    values = {f"s{i}": float(i) for i in range(10)}
+    stat = lambda seeds: rankstats.mean(values[s] for s in seeds)
+    low, high = rankstats.seed_bootstrap(list(values), stat, resamples=500, seed=1)
+    assert (low, high) == rankstats.seed_bootstrap(list(values), stat, resamples=500, seed=1)
+    assert low < 4.5 < high
+
+
+def test_crystallization_depth():
+    assert rankstats.crystallization_depth([0.0, 0.1, 0.6, 1.0]) == 0.75
+    assert rankstats.crystallization_depth([0.0, -0.6, -1.0]) == pytest.approx(2 / 3)
