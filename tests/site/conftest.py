@@ -1,0 +1,272 @@
+"""Fixtures of the browser suite: the site built once per session, served on 127.0.0.1, and
+every page of it visited once in Debian's Chromium (driven by Playwright).
+
+The suite may skip only outside CI, when Chromium, Java or axe-core is missing; with `CI` set it
+fails instead. `SITE_DIR=path` runs it against an already built site instead of building one.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
+SCREENSHOTS = REPO / "test-artifacts" / "screenshots"
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+LOCAL_HOSTS = {"127.0.0.1"}
+
+
+def missing_tool(what: str) -> None:
+    """Skip outside CI; in CI a missing browser tool is a failure, never a skip."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is required in CI", pytrace=False)
+    pytest.skip(f"{what} is not available (the suite never skips in CI)")
+
+
+# --- the site -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def site_dir(tmp_path_factory) -> Path:
+    """The site, built once by the generator's own command line into a temporary folder."""
+    given = os.environ.get("SITE_DIR")
+    if given:
+        return Path(given).resolve()
+    out = tmp_path_factory.mktemp("site") / "public"
+    cmd = [sys.executable, str(REPO / "build.py"), "build", "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        pytest.fail(
+            f"site build failed ({' '.join(cmd[1:])}, exit {proc.returncode}):\n"
+            f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}",
+            pytrace=False,
+        )
+    assert (out / "index.html").is_file(), f"the build wrote no index.html into {out}"
+    return out
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
+
+
+@pytest.fixture(scope="session")
+def base_url(site_dir: Path):
+    """http.server on 127.0.0.1, on a free port chosen by the OS."""
+    handler = functools.partial(_QuietHandler, directory=str(site_dir))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def built_pages(site_dir: Path) -> list[str]:
+    """Every HTML file the build wrote, as a site-relative URL path (clean URLs end in '/')."""
+    pages = []
+    for path in sorted(site_dir.rglob("*.html")):
+        rel = path.relative_to(site_dir).as_posix()
+        if rel == "index.html":
+            rel = ""
+        elif rel.endswith("/index.html"):
+            rel = rel[: -len("index.html")]
+        pages.append(rel)
+    return pages
+
+
+# --- the browser ----------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        missing_tool(f"Chromium at {CHROMIUM}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@dataclass
+class Visit:
+    """What one page did while it loaded and sat in the browser."""
+
+    url: str
+    console_errors: list[str] = field(default_factory=list)
+    failed_requests: list[str] = field(default_factory=list)
+    external_requests: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+    figures: list[dict] = field(default_factory=list)
+    axe: list[dict] = field(default_factory=list)
+    screenshot: Path | None = None
+
+
+class Recorder:
+    """Opens pages in one browser context and records console errors, failed and external
+    requests. Requests to any host but 127.0.0.1 are blocked and counted."""
+
+    def __init__(self, browser, base_url: str, viewport: dict, color_scheme: str = "light"):
+        self.base_url = base_url
+        self.context = browser.new_context(viewport=viewport, color_scheme=color_scheme)
+        self.context.route("**/*", self._route)
+        self.current: Visit | None = None
+
+    def _route(self, route):
+        url = route.request.url
+        scheme = urlsplit(url).scheme
+        host = urlsplit(url).hostname
+        if scheme in ("http", "https", "ws", "wss") and host not in LOCAL_HOSTS:
+            if self.current is not None:
+                self.current.external_requests.append(url)
+            route.abort("blockedbyclient")
+            return
+        route.continue_()
+
+    def open(self, path: str):
+        visit = Visit(url=self.base_url + path)
+        self.current = visit
+        page = self.context.new_page()
+
+        def on_console(msg):
+            if msg.type == "error":
+                loc = msg.location or {}
+                visit.console_errors.append(f"{msg.text} ({loc.get('url', '')}:{loc.get('lineNumber', '')})")
+
+        def on_failed(request):
+            if request.url not in visit.external_requests:
+                visit.failed_requests.append(f"{request.url}: {request.failure}")
+
+        def on_response(response):
+            if response.status >= 400:
+                visit.failed_requests.append(f"{response.url}: HTTP {response.status}")
+
+        page.on("console", on_console)
+        page.on("pageerror", lambda exc: visit.console_errors.append(f"uncaught: {exc}"))
+        page.on("requestfailed", on_failed)
+        page.on("response", on_response)
+        page.goto(visit.url, wait_until="load")
+        page.wait_for_load_state("networkidle")
+        return page, visit
+
+    def close(self):
+        self.context.close()
+
+
+def slug(path: str) -> str:
+    text = path.strip("/").replace("/", "__").replace(".html", "")
+    return text or "home"
+
+
+def inject_axe(page) -> list[dict]:
+    """Runs axe-core (from node_modules) in the page; returns serious and critical violations."""
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate(
+        """async () => {
+            const r = await axe.run(document, {resultTypes: ['violations']});
+            return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+                nodes: v.nodes.slice(0, 5).map(n => n.target.join(' ') + ' :: ' + n.failureSummary)}));
+        }"""
+    )
+    return [v for v in result if v["impact"] in ("serious", "critical")]
+
+
+FIGURE_PROBE = """() => Array.from(document.querySelectorAll('figure')).filter(f => f.querySelector('svg')).map(f => {
+    const svgs = Array.from(f.querySelectorAll('svg')).map(s => {
+        const r = s.getBoundingClientRect();
+        const st = getComputedStyle(s);
+        return {w: r.width, h: r.height, shown: st.visibility !== 'hidden' && st.display !== 'none'
+                && s.checkVisibility({opacityProperty: true, visibilityProperty: true})};
+    });
+    return {id: f.id || '(figure without id)', svgs};
+})"""
+
+
+def visit_all(browser, base_url: str, site_dir: Path, viewport: dict, color_scheme: str,
+              tag: str, run_axe: bool) -> dict[str, Visit]:
+    """Crawls from the home page, adds every built page, and visits each once."""
+    if run_axe and not AXE.is_file():
+        missing_tool(f"axe-core at {AXE} (run `npm ci`)")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    recorder = Recorder(browser, base_url, viewport, color_scheme)
+    queue = [""] + built_pages(site_dir)
+    seen: dict[str, Visit] = {}
+    try:
+        while queue:
+            path = queue.pop(0)
+            if path in seen:
+                continue
+            page, visit = recorder.open(path)
+            visit.links = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
+            for href in visit.links:
+                parts = urlsplit(href)
+                if not href.startswith(base_url):
+                    continue
+                rel = parts.path[len(urlsplit(base_url).path):]
+                if (rel.endswith("/") or rel.endswith(".html") or rel == "") and rel not in seen:
+                    queue.append(rel)
+            visit.figures = page.evaluate(FIGURE_PROBE)
+            if run_axe:
+                visit.axe = inject_axe(page)
+            visit.screenshot = SCREENSHOTS / f"{slug(path)}-{tag}.png"
+            page.screenshot(path=str(visit.screenshot), full_page=True)
+            page.close()
+            seen[path] = visit
+    finally:
+        recorder.close()
+    return seen
+
+
+@pytest.fixture(scope="session")
+def desktop_visits(browser, base_url, site_dir) -> dict[str, Visit]:
+    """Every page at 1280 wide, light scheme, with axe-core."""
+    return visit_all(browser, base_url, site_dir, DESKTOP, "light", "desktop", run_axe=True)
+
+
+@pytest.fixture(scope="session")
+def phone_visits(browser, base_url, site_dir) -> dict[str, Visit]:
+    """Every page at 390 wide, dark scheme, with axe-core (contrast is checked in both themes)."""
+    return visit_all(browser, base_url, site_dir, PHONE, "dark", "phone", run_axe=True)
+
+
+@pytest.fixture
+def new_page(browser, base_url):
+    """A fresh desktop page for interaction tests, with external hosts blocked."""
+    recorder = Recorder(browser, base_url, DESKTOP)
+    yield recorder
+    recorder.close()
+
+
+def java_available() -> bool:
+    return shutil.which("java") is not None
+
+
+@pytest.fixture(scope="session")
+def kit():
+    """The helpers above, for the test modules (conftest is not importable under importlib mode)."""
+    return types.SimpleNamespace(
+        CHROMIUM=CHROMIUM, SCREENSHOTS=SCREENSHOTS, PHONE=PHONE, DESKTOP=DESKTOP,
+        Recorder=Recorder, built_pages=built_pages, java_available=java_available,
+        missing_tool=missing_tool,
+    )

