@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""Recompute a study's rank correlations from its per-pair rows and compare them with golden.json.
+
+Usage: python reproduce.py [BUNDLE_DIR]    (default: the folder this file sits in)
+
+Standard library only, Python 3.10 or newer; no GPU, no network. The statistics come from
+`rankstats.py` beside this file, the same module the site build and the measurement stage use.
+
+Exit status: 0 when every recomputed value agrees with golden.json within its tolerance,
+1 when one does not, 2 when a file is missing or malformed (the message names file and line).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+
+# `python -I` leaves the script's folder off sys.path; rankstats.py ships beside this file.
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+import rankstats  # noqa: E402  (needs the path set above)
+from rankstats import FixtureError  # noqa: E402
+
+ATTRIBUTION = "attribution_per_pair.jsonl"
+PATCHING = "patching_per_pair.jsonl"
+GOLDEN = "golden.json"
+
+_DECODER = json.JSONDecoder()
+_WHITESPACE = json.decoder.WHITESPACE
+
+
+# ---------------------------------------------------------------- golden.json, with line numbers
+
+def _parse_value(text: str, pos: int, path: tuple, starts: dict) -> tuple[object, int]:
+    """Decode the JSON value at `pos`, recording where every nested value starts.
+
+    The json module gives no positions, and a tampered value must be reported by its line.
+    """
+    pos = _WHITESPACE.match(text, pos).end()
+    starts[path] = pos
+    opener = text[pos:pos + 1]
+    if opener not in ("{", "["):
+        if text.startswith(("NaN", "Infinity", "-Infinity"), pos):
+            raise json.JSONDecodeError("not a finite number", text, pos)
+        return _DECODER.raw_decode(text, pos)
+    closer = "}" if opener == "{" else "]"
+    result: dict | list = {} if opener == "{" else []
+    pos = _WHITESPACE.match(text, pos + 1).end()
+    if text[pos:pos + 1] == closer:
+        return result, pos + 1
+    while True:
+        if opener == "{":
+            if text[pos:pos + 1] != '"':
+                raise json.JSONDecodeError("expecting a key in double quotes", text, pos)
+            key, pos = json.decoder.scanstring(text, pos + 1)
+            if key in result:
+                raise json.JSONDecodeError(f"duplicate key {key!r}", text, pos)
+            pos = _WHITESPACE.match(text, pos).end()
+            if text[pos:pos + 1] != ":":
+                raise json.JSONDecodeError("expecting ':'", text, pos)
+            value, pos = _parse_value(text, pos + 1, path + (key,), starts)
+            result[key] = value
+        else:
+            value, pos = _parse_value(text, pos, path + (len(result),), starts)
+            result.append(value)
+        pos = _WHITESPACE.match(text, pos).end()
+        mark = text[pos:pos + 1]
+        if mark == closer:
+            return result, pos + 1
+        if mark != ",":
+            raise json.JSONDecodeError(f"expecting ',' or '{closer}'", text, pos)
+        pos = _WHITESPACE.match(text, pos + 1).end()
+
+
+class Golden:
+    """golden.json's values, each findable by its line."""
+
+    def __init__(self, folder: str):
+        path = os.path.join(folder, GOLDEN)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                self.text = handle.read()
+        except OSError as exc:
+            raise FixtureError(GOLDEN, None, f"cannot open: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise FixtureError(GOLDEN, None, "not UTF-8 text") from None
+        starts: dict = {}
+        try:
+            data, end = _parse_value(self.text, 0, (), starts)
+            if self.text[end:].strip():
+                raise json.JSONDecodeError("extra data after the object", self.text, end)
+        except json.JSONDecodeError as exc:
+            raise FixtureError(GOLDEN, exc.lineno, f"not valid JSON ({exc.msg})") from None
+        if not isinstance(data, dict):
+            raise FixtureError(GOLDEN, 1, "top level is not a JSON object")
+        self.data, self._starts = data, starts
+
+    def line(self, *path) -> int:
+        pos = self._starts.get(tuple(path))
+        while pos is None and path:  # a missing key: point at its enclosing object
+            path = path[:-1]
+            pos = self._starts.get(tuple(path))
+        return self.text.count("\n", 0, pos or 0) + 1
+
+    def where(self, *path) -> str:
+        return f"{GOLDEN}:{self.line(*path)}"
+
+    def get(self, *path, kind: str):
+        """The value at `path`, checked to be of `kind`: number, number-or-null, count, text, object."""
+        node = self.data
+        for key in path:
+            if not isinstance(node, dict) or key not in node:
+                raise FixtureError(GOLDEN, self.line(*path), f"lacks key {'/'.join(path)}")
+            node = node[key]
+        if kind == "object" and isinstance(node, dict):
+            return node
+        if kind == "text" and isinstance(node, str) and node:
+            return node
+        if kind == "count" and isinstance(node, int) and not isinstance(node, bool) and node >= 0:
+            return node
+        if kind == "number-or-null" and node is None:
+            return None
+        if kind in ("number", "number-or-null") and _is_number(node):
+            return float(node)
+        label = {"number-or-null": "a number (or null)", "count": "a non-negative integer",
+                 "text": "a non-empty string", "object": "an object"}.get(kind, f"a {kind}")
+        raise FixtureError(GOLDEN, self.line(*path), f"{'/'.join(path)} is {json.dumps(node)}, expected {label}")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# ---------------------------------------------------------------- per-pair rows
+
+def _read_rows(folder: str, name: str, required: tuple, numbers: tuple) -> list[dict]:
+    path = os.path.join(folder, name)
+    try:
+        rows = rankstats.read_jsonl(path, required)
+    except FixtureError as exc:  # report the bundle-relative name, never an absolute path
+        raise FixtureError(name, exc.line, exc.message) from None
+    except UnicodeDecodeError:
+        raise FixtureError(name, None, "not UTF-8 text") from None
+    if not rows:
+        raise FixtureError(name, None, "holds no rows")
+    with open(path, "rb") as handle:  # a file cut mid-row can still end on a whole line
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) != b"\n":
+            raise FixtureError(name, rows[-1]["_line"], "last line has no newline (file truncated?)")
+    for row in rows:
+        for field in numbers:
+            if not _is_number(row[field]):
+                raise FixtureError(name, row["_line"], f"{field} is {json.dumps(row[field])}, expected a finite number")
+        for field in ("dimension", "component"):
+            if not isinstance(row[field], str) or not row[field]:
+                raise FixtureError(name, row["_line"], f"{field} is {json.dumps(row[field])}, expected a non-empty string")
+        if not isinstance(row["pair_id"], (str, int)) or isinstance(row["pair_id"], bool):
+            raise FixtureError(name, row["_line"], f"pair_id is {json.dumps(row['pair_id'])}, expected a string or integer")
+    return rows
+
+
+def _reject_duplicates(name: str, rows: list[dict], fields: tuple) -> None:
+    seen: dict = {}
+    for row in rows:
+        key = tuple(row[f] for f in fields)
+        if key in seen:
+            raise FixtureError(name, row["_line"], f"repeats the ({', '.join(fields)}) of line {seen[key]}")
+        seen[key] = row["_line"]
+
+
+# ---------------------------------------------------------------- the check
+
+def _diff(recomputed: float, published: float | None) -> float:
+    if published is None or math.isnan(recomputed):
+        both_missing = published is None and math.isnan(recomputed)
+        return 0.0 if both_missing else math.inf
+    return abs(recomputed - published)
+
+
+def _rho(value: float | None) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:+.6f}"
+
+
+def _amount(value: float) -> str:
+    if math.isinf(value):
+        return "missing"
+    return f"{value:.6f}" if value == 0 or value >= 1e-4 else f"{value:.2e}"
+
+
+def _table(rows: list[list[str]], right: set) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+        for row in rows
+    ]
+
+
+def check(folder: str) -> tuple[list[str], bool]:
+    """Recompute everything; return the report's lines and whether it agrees with golden.json."""
+    golden = Golden(folder)
+    mode = golden.get("rank_mode", kind="text")
+    tolerance = golden.get("tolerance", kind="number")
+    if tolerance < 0:
+        raise FixtureError(GOLDEN, golden.line("tolerance"), "tolerance is negative")
+    published = golden.get("per_dimension_rho", kind="object")
+    published_mean = golden.get("mean_rho", kind="number-or-null")
+    for dimension in published:
+        golden.get("per_dimension_rho", dimension, kind="number-or-null")
+
+    attribution = _read_rows(folder, ATTRIBUTION, rankstats.ATTRIBUTION_FIELDS, ("attribution",))
+    patching = _read_rows(folder, PATCHING, rankstats.PATCHING_FIELDS, ("clean_margin", "effect"))
+    for row in patching:
+        if not isinstance(row["mode"], str):
+            raise FixtureError(PATCHING, row["_line"], f"mode is {json.dumps(row['mode'])}, expected a string")
+    _reject_duplicates(ATTRIBUTION, attribution, ("dimension", "pair_id", "component"))
+    _reject_duplicates(PATCHING, patching, ("dimension", "pair_id", "component", "mode"))
+    for name, rows, key in ((ATTRIBUTION, attribution, "attribution_rows"), (PATCHING, patching, "patching_rows")):
+        if key in golden.data.get("counts", {}):
+            expected = golden.get("counts", key, kind="count")
+            if expected != len(rows):
+                raise FixtureError(name, rows[-1]["_line"], f"holds {len(rows)} rows, but {golden.where('counts', key)} says {expected} (file truncated or edited?)")
+
+    joined = rankstats.join_rows(attribution, patching, mode)
+    if not joined:
+        modes = sorted({row["mode"] for row in patching})
+        raise FixtureError(PATCHING, None, f"no rows of mode {mode!r} (from {golden.where('rank_mode')}) join the attribution rows; modes present: {', '.join(modes)}")
+    scores = rankstats.component_scores(joined)
+    rhos = rankstats.dimension_rhos(scores)
+
+    pairs = {(dimension, pair) for dimension, pair, _component in joined}
+    ranked = sorted({len(comps) for comps in scores.values()})
+    patched = {row["component"] for row in patching if row["mode"] == mode}
+    unpatched = sorted({row["component"] for row in attribution} - patched)
+    lines = [
+        f"bundle check: {golden.data.get('study', os.path.basename(os.path.abspath(folder)))}",
+        "",
+        *_table([
+            ["patching mode", mode],
+            ["attribution rows read", str(len(attribution))],
+            ["patching rows read", str(len(patching))],
+            ["pairs joined", str(len(pairs))],
+            ["components ranked both ways", str(ranked[0]) if len(ranked) == 1 else f"{ranked[0]} to {ranked[-1]} (varies by dimension)"],
+            ["attributed, not patched", ", ".join(unpatched[:4]) + (f" and {len(unpatched) - 4} more" if len(unpatched) > 4 else "") or "none"],
+            ["dimensions", str(len(scores))],
+        ], right=set()),
+        "",
+    ]
+
+    # (disagreement, label, where) for every compared value; the largest one decides.
+    comparisons = []
+    table = [["dimension", "recomputed", "published", "top attribution", "patch rank", "moves"]]
+    for dimension in sorted(set(scores) | set(published)):
+        mine = rhos.get(dimension, math.nan)
+        theirs = published.get(dimension)
+        where = golden.where("per_dimension_rho", dimension)
+        comparisons.append((_diff(mine, theirs) if dimension in published else math.inf, f"per_dimension_rho/{dimension}", where))
+        if dimension in scores:
+            ranks = rankstats.rankings(scores[dimension])
+            top = min(ranks, key=lambda c: (ranks[c][0], c))
+            patch_rank = ranks[top][1]
+            moves = 100 * scores[dimension][top][1]
+            row = [dimension, _rho(mine), _rho(theirs) if dimension in published else "not published",
+                   top, f"{patch_rank:g} of {len(ranks)}", f"{moves:.4f}%"]
+        else:
+            row = [dimension, "no rows", _rho(theirs), "", "", ""]
+        table.append(row)
+    mean_mine = rankstats.mean(rhos.values())
+    comparisons.append((_diff(mean_mine, published_mean), "mean_rho", golden.where("mean_rho")))
+    table.append(["mean rho", _rho(mean_mine), _rho(published_mean), "", "", ""])
+    lines += _table(table, right={1, 2, 5})
+
+    worst, label, where = max(comparisons, key=lambda c: c[0])
+    ok = all(diff <= tolerance for diff, _label, _where in comparisons)
+    lines += [
+        "",
+        *_table([
+            ["largest disagreement with the fixture", f"{_amount(worst)}  ({label}, {where}; tolerance {tolerance:g})"],
+            ["within tolerance", "yes" if ok else "no"],
+        ], right=set()),
+    ]
+    for diff, label, where in comparisons:
+        if not diff <= tolerance:
+            lines.append(f"{where}: {label} disagrees by {_amount(diff)}")
+    return lines, ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    if len(args) > 1:
+        print("usage: python reproduce.py [BUNDLE_DIR]", file=sys.stderr)
+        return 2
+    folder = args[0] if args else HERE
+    try:
+        lines, ok = check(folder)
+    except FixtureError as exc:
+        print(f"reproduce.py: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

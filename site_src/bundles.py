@@ -1,0 +1,297 @@
+"""Study bundles: a deterministic zip of `bundles/<study>/` plus the stdlib check, its sha256,
+and the real output of running that check, for the page's "Reproduce this" section.
+
+The calls the generator makes are documented in docs/bundles.md.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path, PurePosixPath
+
+KIT_DIR = Path(__file__).resolve().parent.parent / "bundle_kit"
+KIT_FILES = ("rankstats.py", "reproduce.py")  # copied from bundle_kit/ into every zip at build time
+REQUIRED = ("README.md", "attribution_per_pair.jsonl", "golden.json", "patching_per_pair.jsonl")
+# Git may check text out with CRLF on some machines; the zip must not depend on that.
+TEXT_SUFFIXES = {".json", ".jsonl", ".md", ".py", ".txt", ".csv", ".yaml", ".yml", ".tsv"}
+SKIPPED = re.compile(r"(^|/)(\.|__pycache__(/|$))|\.pyc$|~$")
+STUDY_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
+REPRODUCE_TIMEOUT_S = 120
+
+
+class BundleError(RuntimeError):
+    """A bundle that cannot be built or published; the message names the bundle and file."""
+
+
+@dataclass(frozen=True)
+class BundleFile:
+    name: str     # path inside the zip (and inside the unzipped folder)
+    size: int
+    sha256: str
+    href: str     # site-root-relative URL of this file's own download
+
+    @property
+    def size_text(self) -> str:
+        return human_size(self.size)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    name: str
+    zip_bytes: bytes = field(repr=False)
+    sha256: str
+    size: int
+    files: tuple[BundleFile, ...]
+    expected_output: str
+    commit: str
+    source_dir: str = ""  # repository-relative folder the study files came from
+
+    @property
+    def zip_href(self) -> str:
+        return f"bundles/{self.name}.zip"
+
+    @property
+    def size_text(self) -> str:
+        return human_size(self.size)
+
+    @property
+    def readme_href(self) -> str:
+        """The generator's line-numbered view of the README (a raw .md may download, not display)."""
+        return f"source/{self.source_dir}/README.md.html"
+
+    @property
+    def run_command(self) -> str:
+        return f"unzip {self.name}.zip -d {self.name} && python {self.name}/reproduce.py"
+
+    @property
+    def run_command_no_unzip(self) -> str:
+        return f"python -m zipfile -e {self.name}.zip {self.name} && python {self.name}/reproduce.py"
+
+    def member(self, name: str) -> bytes:
+        with zipfile.ZipFile(io.BytesIO(self.zip_bytes)) as archive:
+            return archive.read(name)
+
+
+def human_size(size: int) -> str:
+    if size < 1000:
+        return f"{size:,} bytes"
+    unit, value = ("kB", size / 1e3) if size < 1e6 else ("MB", size / 1e6)
+    return f"{value:.1f} {unit} ({size:,} bytes)"
+
+
+# ---------------------------------------------------------------- collecting the files
+
+def collect_members(study_dir: Path, kit_dir: Path = KIT_DIR) -> list[tuple[str, bytes]]:
+    """(zip name, bytes) of every file of the study plus the kit files, sorted by name."""
+    study_dir = Path(study_dir)
+    if not study_dir.is_dir():
+        raise BundleError(f"bundle {study_dir.name}: {study_dir} is not a folder")
+    members = {}
+    for path in sorted(study_dir.rglob("*")):
+        name = path.relative_to(study_dir).as_posix()
+        if path.is_dir() or SKIPPED.search(name):
+            continue
+        if path.is_symlink():
+            raise BundleError(f"bundle {study_dir.name}: {name} is a symbolic link; commit the file itself")
+        if name in KIT_FILES:
+            raise BundleError(f"bundle {study_dir.name}: {name} is copied from bundle_kit/ at build time; "
+                              f"remove the copy in {study_dir}")
+        members[name] = _normalized(path)
+    missing = [name for name in REQUIRED if name not in members]
+    if missing:
+        raise BundleError(f"bundle {study_dir.name}: {study_dir} lacks {', '.join(missing)}")
+    for name in KIT_FILES:
+        members[name] = _normalized(Path(kit_dir) / name)
+    return sorted(members.items(), key=lambda item: item[0].encode("utf-8"))
+
+
+def _normalized(path: Path) -> bytes:
+    data = path.read_bytes()
+    if path.suffix in TEXT_SUFFIXES:
+        data = data.replace(b"\r\n", b"\n")
+    return data
+
+
+# ---------------------------------------------------------------- the zip itself
+
+# Written by hand rather than with zipfile.ZipFile: every header field is fixed here, so the bytes
+# cannot drift with the Python version. Entries are STORED (not deflated) because deflate output
+# depends on the zlib build (zlib, zlib-ng), which differs across Pythons and platforms.
+_DOS_DATE = (0 << 9) | (1 << 5) | 1  # 1980-01-01, the earliest date a zip can hold
+_DOS_TIME = 0
+_VERSION = 20                        # 2.0, the version zipfile also writes for plain entries
+_MADE_BY = (3 << 8) | _VERSION       # 3 = Unix, so the permissions below are honoured
+_FILE_MODE = 0o100644                # a regular file, rw-r--r--
+
+
+def deterministic_zip(members: list[tuple[str, bytes]]) -> bytes:
+    """A STORED zip of `members` in the given order, with fixed dates, permissions and headers."""
+    if len(members) >= 0xFFFF:
+        raise BundleError("too many files for a zip without ZIP64")
+    local, central = [], []
+    offset = 0
+    for name, data in members:
+        raw = name.encode("utf-8")
+        flags = 0 if name.isascii() else 0x800  # bit 11: the name is UTF-8
+        crc = zlib.crc32(data)
+        if offset + len(data) >= 0xFFFFFFFF:
+            raise BundleError(f"{name}: zip larger than 4 GiB needs ZIP64, which is not written")
+        header = struct.pack("<IHHHHHIIIHH", 0x04034B50, _VERSION, flags, 0, _DOS_TIME, _DOS_DATE,
+                             crc, len(data), len(data), len(raw), 0)
+        central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, _MADE_BY, _VERSION, flags, 0,
+                                   _DOS_TIME, _DOS_DATE, crc, len(data), len(data), len(raw), 0, 0,
+                                   0, 0, _FILE_MODE << 16, offset) + raw)
+        local.append(header + raw + data)
+        offset += len(header) + len(raw) + len(data)
+    directory = b"".join(central)
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(directory), offset, 0)
+    return b"".join(local) + directory + end
+
+
+# ---------------------------------------------------------------- running the check
+
+def run_reproduce(name: str, zip_bytes: bytes, python: str = sys.executable) -> str:
+    """Unzip into a fresh temporary folder, run `python -I reproduce.py` there; return its stdout."""
+    with tempfile.TemporaryDirectory(prefix=f"bundle-{name}-") as tmp:
+        folder = Path(tmp) / name
+        with zipfile.ZipFile(io.BytesIO(zip_bytes)) as archive:
+            archive.extractall(folder)
+        try:
+            done = subprocess.run([python, "-I", "reproduce.py"], cwd=folder, capture_output=True,
+                                  timeout=REPRODUCE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise BundleError(f"bundle {name}: reproduce.py ran past {REPRODUCE_TIMEOUT_S} s") from None
+        stdout = done.stdout.decode("utf-8", "replace")
+        if done.returncode != 0:
+            detail = (done.stderr.decode("utf-8", "replace") + stdout).strip()
+            raise BundleError(f"bundle {name}: reproduce.py exited {done.returncode}:\n{detail}")
+        if tmp in stdout:
+            raise BundleError(f"bundle {name}: reproduce.py printed a machine-specific path ({tmp})")
+        return stdout
+
+
+# ---------------------------------------------------------------- the commit it was built from
+
+def git_commit(repo_root: Path) -> str:
+    """HEAD of `repo_root`, with `+dirty` when tracked or untracked files differ from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo_root), *args], capture_output=True, text=True,
+                              check=True, timeout=30).stdout
+    try:
+        head = git("rev-parse", "HEAD").strip()
+        dirty = bool(git("status", "--porcelain").strip())
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (not a git checkout)"
+    return head + ("+dirty" if dirty else "")
+
+
+# ---------------------------------------------------------------- the bundle
+
+def build_bundle(study_dir: Path, repo_root: Path) -> Bundle:
+    """Zip the study deterministically, run its check, and describe it for the page."""
+    study_dir, repo_root = Path(study_dir).resolve(), Path(repo_root).resolve()
+    name = study_dir.name
+    if not STUDY_NAME.fullmatch(name):
+        raise BundleError(f"bundle {name!r}: a study folder name must match {STUDY_NAME.pattern} "
+                          f"(it appears in URLs and in the shell command on the page)")
+    try:
+        source_dir = study_dir.relative_to(repo_root).as_posix()
+    except ValueError:
+        raise BundleError(f"bundle {name}: {study_dir} is not inside {repo_root}") from None
+    members = collect_members(study_dir)
+    zip_bytes = deterministic_zip(members)
+    files = tuple(
+        BundleFile(member, len(data), hashlib.sha256(data).hexdigest(),
+                   f"bundles/{name}/{member}" if member in KIT_FILES else f"source/{source_dir}/{member}")
+        for member, data in members
+    )
+    return Bundle(name=name, zip_bytes=zip_bytes, sha256=hashlib.sha256(zip_bytes).hexdigest(),
+                  size=len(zip_bytes), files=files, expected_output=run_reproduce(name, zip_bytes),
+                  commit=git_commit(repo_root), source_dir=source_dir)
+
+
+# ---------------------------------------------------------------- publishing
+
+def public_files(bundles: list[Bundle]) -> dict[str, bytes]:
+    """{path under public/: bytes}: each zip, its kit files, and SHA256SUMS over the zips.
+
+    The study's own files are published by the generator under public/source/ like every fixture.
+    """
+    out = {}
+    for bundle in sorted(bundles, key=lambda b: b.name):
+        out[bundle.zip_href] = bundle.zip_bytes
+        for name in KIT_FILES:
+            out[f"bundles/{bundle.name}/{name}"] = bundle.member(name)
+    out["SHA256SUMS"] = sha256sums(bundles)
+    return out
+
+
+def sha256sums(bundles: list[Bundle]) -> bytes:
+    """`sha256sum -c` format, paths relative to public/."""
+    return "".join(f"{b.sha256}  {b.zip_href}\n" for b in sorted(bundles, key=lambda b: b.name)).encode()
+
+
+class PublishError(BundleError):
+    """A page would print a sha256 that the file it serves does not have."""
+
+
+class _PrintedHashes(HTMLParser):
+    """Collects (path, text) of every element carrying data-sha256-for."""
+
+    def __init__(self):
+        super().__init__()
+        self.found: list[tuple[str, str]] = []
+        self._open: list[list] = []  # [tag, path, text parts]
+
+    def handle_starttag(self, tag, attrs):
+        path = dict(attrs).get("data-sha256-for")
+        if path is not None:
+            self._open.append([tag, path, []])
+
+    def handle_endtag(self, tag):
+        if self._open and self._open[-1][0] == tag:
+            _tag, path, parts = self._open.pop()
+            self.found.append((path, "".join(parts).strip()))
+
+    def handle_data(self, data):
+        for entry in self._open:
+            entry[2].append(data)
+
+
+def verify_published(public_dir: Path, html: str, bundle: Bundle, page: str = "page") -> None:
+    """Refuse a page whose printed sha256 differs from the file it serves.
+
+    Run after every file is written under `public_dir` (before the swap into place). Checks each
+    `data-sha256-for` element of `html` against the file at that path, the zip's against `bundle`,
+    and SHA256SUMS's line for the zip. `page` names the page in the error.
+    """
+    public_dir = Path(public_dir)
+    parser = _PrintedHashes()
+    parser.feed(html)
+    parser.close()
+    printed = dict(parser.found)
+    if bundle.zip_href not in printed:
+        raise PublishError(f"{page}: does not print the sha256 of {bundle.zip_href}")
+    if printed[bundle.zip_href] != bundle.sha256:
+        raise PublishError(f"{page}: prints sha256 {printed[bundle.zip_href]} for {bundle.zip_href}, "
+                           f"but bundle {bundle.name} was built with {bundle.sha256}")
+    for path, shown in parser.found:
+        served = public_dir / PurePosixPath(path)
+        if ".." in PurePosixPath(path).parts or not served.is_file():
+            raise PublishError(f"{page}: prints the sha256 of {path}, which the site does not serve")
+        actual = hashlib.sha256(served.read_bytes()).hexdigest()
+        if shown != actual:
+            raise PublishError(f"{page}: prints sha256 {shown} for {path}, but the served file has {actual}")
+    sums = public_dir / "SHA256SUMS"
+    listed = sums.read_text(encoding="utf-8").splitlines() if sums.is_file() else []
+    if f"{bundle.sha256}  {bundle.zip_href}" not in listed:
+        raise PublishError(f"{page}: SHA256SUMS does not list {bundle.zip_href} with sha256 {bundle.sha256}")
