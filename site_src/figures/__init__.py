@@ -1,1 +1,39 @@
-"""Figure kinds drawn from fixtures with Altair; static SVG at build time, offline Vega runtime."""
+"""Figure kinds drawn from fixtures with Altair; static SVG at build time, offline Vega runtime.
+
+`render_figure(kind, spec, ctx)` is the generator's entry point; `figure_assets()` gives the
+files to write under public/assets/ (runtime, loader, CSS); `figure_head_html(prefix)` the tags a
+page with figures puts in its <head>. See docs/figures.md for every kind and its spec keys.
+"""
+from __future__ import annotations
+
+from importlib import import_module
+
+from .assemble import assemble
+from .data import options, spec_id
+from .runtime import figure_assets, figure_head_html
+from .types import FigureContext, FigureError, RenderedFigure
+
+# kind name -> module with build(spec, ctx) -> FigureParts
+KINDS = {
+    "rank_scatter": "rank_scatter",
+    "rho_bars": "rho_bars",
+    "patch_picker": "patch_picker",
+    "top_lists": "top_lists",
+    "lens_curve": "lens_curve",
+    "margin_distribution": "margin_distribution",
+    "heatmap": "heatmap",
+}
+
+__all__ = ["FigureContext", "FigureError", "RenderedFigure", "render_figure", "figure_assets",
+           "figure_head_html", "KINDS"]
+
+
+def render_figure(kind: str, spec: dict, ctx: FigureContext) -> RenderedFigure:
+    if kind not in KINDS:
+        raise FigureError(spec_id(spec), f"unknown figure kind {kind!r} (known: {', '.join(sorted(KINDS))})")
+    figure_id = spec.get("id")
+    if not figure_id or not str(figure_id).replace("-", "").replace("_", "").isalnum():
+        raise FigureError(spec_id(spec), "`id` is required: letters, digits, '-' and '_' only")
+    module = import_module(f"{__name__}.{KINDS[kind]}")
+    parts = module.build(spec, ctx)
+    return assemble(kind, str(figure_id), parts, ctx, options(spec))

@@ -1,0 +1,116 @@
+"""Turn a kind's FigureParts into the figure body: static SVGs, interactive hook, text alternative."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from html import escape
+
+from . import render
+from .theme import PALETTES, THEMES, vega_config
+from .types import FigureContext, FigureParts, RenderedFigure, Table
+
+TABLE_ROWS = 300  # the <details> table shows at most this many rows; the CSV has them all
+
+
+def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, opts: dict) -> RenderedFigure:
+    dom_id = f"fig-{figure_id}"
+    csv_bytes = table_csv(parts.table)
+    csv_name = f"figures/{figure_id}-{hashlib.sha256(csv_bytes).hexdigest()[:10]}.csv"
+    prefix = ctx.asset_prefix if ctx.asset_prefix.endswith("/") or not ctx.asset_prefix else ctx.asset_prefix + "/"
+    out = [f'<div class="fig" id="{dom_id}-body" data-figure-kind="{escape(kind)}" data-figure-id="{escape(figure_id)}"'
+           f' data-figure-marks="{parts.marks}">']
+    if parts.chart is not None:
+        specs, svgs = {}, {}
+        for theme in THEMES:
+            chart = parts.chart(PALETTES[theme])
+            vl = chart.to_dict()
+            vl["config"] = _merge(vega_config(PALETTES[theme]), vl.get("config", {}))
+            vl["description"] = parts.alt
+            specs[theme], svgs[theme] = render.compile_and_render(vl, ctx.cache_dir)
+        out.append(_controls(dom_id, parts))
+        out.append(f'<div class="fig-static" role="img" aria-label="{escape(parts.alt)}">')
+        for theme in THEMES:
+            out.append(render.inline_svg(svgs[theme], f"{dom_id}-{theme}", f"fig-svg fig-svg-{theme}"))
+        out.append("</div>")
+        out.append('<div class="fig-live" hidden></div>')
+        out.append(f'<script type="application/json" class="fig-spec">{_payload(specs)}</script>')
+    if parts.html:
+        out.append(parts.html)
+    out.append(_table_html(dom_id, parts.table, opts.get("table_rows", TABLE_ROWS)))
+    out.append(f'<p class="fig-download"><a href="{escape(prefix + csv_name)}" download>'
+               f"Download the data (CSV, {len(parts.table.rows)} rows)</a></p>")
+    out.append("</div>")
+    return RenderedFigure(
+        body_html="\n".join(out),
+        files={f"assets/{csv_name}": csv_bytes},
+        marks=parts.marks,
+        sources=list(parts.sources),
+    )
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    merged = dict(base)
+    for key, value in extra.items():
+        merged[key] = _merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+    return merged
+
+
+def _payload(specs: dict) -> str:
+    """Both themes' Vega specs, with inline data values stored once (they are the same per theme)."""
+    data: dict[str, list] = {}
+    stripped = {}
+    for theme, spec in specs.items():
+        spec = json.loads(json.dumps(spec))
+        for entry in spec.get("data", []):
+            if "values" in entry:
+                data.setdefault(entry["name"], entry["values"])
+                if data[entry["name"]] != entry["values"]:
+                    continue  # differs per theme: leave it inline
+                entry["values"] = []
+                entry["_shared"] = True
+        stripped[theme] = spec
+    text = json.dumps({"data": data, "specs": stripped}, sort_keys=True, separators=(",", ":"))
+    return text.replace("</", "<\\/")  # never close the <script> early
+
+
+def _controls(dom_id: str, parts: FigureParts) -> str:
+    if not parts.controls:
+        return ""
+    out = ['<div class="fig-controls" hidden>']
+    for control in parts.controls:
+        cid = f"{dom_id}-{control.signal}"
+        out.append(f'<label for="{cid}">{escape(control.label)}</label>')
+        out.append(f'<select id="{cid}" data-figure-signal="{escape(control.signal)}">')
+        for value, text in control.options:
+            selected = " selected" if value == control.value else ""
+            out.append(f'<option value="{escape(value)}"{selected}>{escape(text)}</option>')
+        out.append("</select>")
+    out.append("</div>")
+    return "".join(out)
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def table_csv(table: Table) -> bytes:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(table.columns)
+    for row in table.rows:
+        writer.writerow([_cell(v) for v in row])
+    return buffer.getvalue().encode("utf-8")
+
+
+def _table_html(dom_id: str, table: Table, limit: int) -> str:
+    shown = table.rows[:limit]
+    note = "" if len(shown) == len(table.rows) else f", first {len(shown)} shown"
+    head = "".join(f'<th scope="col">{escape(c)}</th>' for c in table.columns)
+    body = "".join("<tr>" + "".join(f"<td>{escape(_cell(v))}</td>" for v in row) + "</tr>" for row in shown)
+    return (f'<details class="fig-data"><summary>Data table ({len(table.rows)} rows{note})</summary>'
+            f'<div class="fig-table-wrap" role="region" aria-label="Data of this figure" tabindex="0">'
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div></details>")

@@ -1,0 +1,123 @@
+"""Reading fixtures for figures; every rank statistic comes from bundle_kit.rankstats."""
+from __future__ import annotations
+
+import dataclasses
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from bundle_kit import rankstats
+from site_src.receipts import Resolved
+
+from .types import FigureContext, FigureError
+
+
+def spec_data(spec: dict, key: str, default: Any = None) -> Any:
+    data = spec.get("data") or {}
+    if not isinstance(data, dict):
+        raise FigureError(spec_id(spec), "`data` must be a mapping")
+    if key not in data:
+        if default is not None:
+            return default
+        raise FigureError(spec_id(spec), f"`data` lacks the key `{key}`")
+    return data[key]
+
+
+def spec_id(spec: dict) -> str:
+    return str(spec.get("id") or "?")
+
+
+def options(spec: dict) -> dict:
+    opts = spec.get("options") or {}
+    if not isinstance(opts, dict):
+        raise FigureError(spec_id(spec), "`options` must be a mapping")
+    return opts
+
+
+def read_rows(ctx: FigureContext, name: str, required=()) -> tuple[Path, list[dict]]:
+    path = Path(ctx.resolve_path(name))
+    stat = path.stat() if path.exists() else None
+    key = (str(path), stat.st_mtime_ns if stat else 0, stat.st_size if stat else 0)
+    return path, _read_cached(key, tuple(required))
+
+
+@lru_cache(maxsize=32)
+def _read_cached(key: tuple, required: tuple) -> list[dict]:
+    # Keyed by mtime and size, so an edited fixture is read again; rows are treated as read-only.
+    return rankstats.read_jsonl(key[0], required)
+
+
+def file_receipt(ctx: FigureContext, name: str) -> Resolved:
+    """A Resolved that names fixture `name` (repo-relative source, published href).
+
+    The generator's resolver knows where a file is published, so ask it for a trivial aggregate
+    and keep only the location; callers replace value and expression.
+    """
+    return ctx.resolve_ref(f"{name} | count")
+
+
+def computed(base: Resolved, value: Any, expression: str) -> Resolved:
+    return dataclasses.replace(base, value=value, line=None, expression=expression)
+
+
+@dataclasses.dataclass
+class Ranked:
+    """Per dimension: components in model order with scores and ranks from rankstats."""
+
+    dimension: str
+    components: list[str]
+    attribution_score: dict[str, float]
+    patch_score: dict[str, float]
+    attribution_rank: dict[str, float]
+    patch_rank: dict[str, float]
+    kind: dict[str, str]
+    layer: dict[str, int]
+
+
+def rank_components(
+    ctx: FigureContext, spec: dict, attribution: str, patching: str, mode: str
+) -> dict[str, Ranked]:
+    """Rankings of every dimension, over the components both files cover for `mode`."""
+    _, attr_rows = read_rows(ctx, attribution, rankstats.ATTRIBUTION_FIELDS)
+    _, patch_rows = read_rows(ctx, patching, rankstats.PATCHING_FIELDS)
+    joined = rankstats.join_rows(attr_rows, patch_rows, mode)
+    if not joined:
+        raise FigureError(
+            spec_id(spec),
+            f"no (pair, component) of {attribution} has a patching row of mode {mode!r} in {patching}",
+        )
+    order: dict[str, int] = {}
+    kinds: dict[str, str] = {}
+    layers: dict[str, int] = {}
+    for row in attr_rows:
+        order.setdefault(row["component"], len(order))
+        kinds.setdefault(row["component"], str(row.get("kind", "")))
+        layers.setdefault(row["component"], int(row.get("layer", -1)))
+    out = {}
+    for dimension, scores in rankstats.component_scores(joined).items():
+        ranks = rankstats.rankings(scores)
+        names = sorted(scores, key=lambda c: order[c])
+        out[dimension] = Ranked(
+            dimension=dimension,
+            components=names,
+            attribution_score={c: scores[c][0] for c in names},
+            patch_score={c: scores[c][1] for c in names},
+            attribution_rank={c: ranks[c][0] for c in names},
+            patch_rank={c: ranks[c][1] for c in names},
+            kind={c: kinds[c] for c in names},
+            layer={c: layers[c] for c in names},
+        )
+    return out
+
+
+def pick_dimension(spec: dict, available, option: str | None) -> str:
+    available = list(available)
+    if option is None:
+        return available[0]
+    if option not in available:
+        raise FigureError(spec_id(spec), f"dimension {option!r} not in the data ({', '.join(available)})")
+    return option
+
+
+def fmt_rank(rank: float) -> str:
+    return str(int(rank)) if float(rank).is_integer() else f"{rank:.1f}"

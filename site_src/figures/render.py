@@ -1,0 +1,96 @@
+"""Vega-Lite -> Vega -> SVG with vl-convert, cached on disk by the hash of the spec.
+
+One compile per (spec, theme); the static SVG is drawn from the compiled Vega spec, so the page's
+static and interactive views come from the same Vega. Nothing may be fetched while rendering
+(`allowed_base_urls=[]`), and the `$schema` URLs the tools add are removed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import vl_convert
+
+VL_VERSION = "6.4"
+# Bump when the post-processing below changes, so stale cache entries are not reused.
+PIPELINE_VERSION = "figures-2"
+
+# Counters for tests and the benchmark: how much real work the last builds did.
+STATS = {"compiled": 0, "rendered": 0, "cache_hits": 0}
+
+
+def spec_key(vl_spec: dict) -> str:
+    payload = json.dumps(vl_spec, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    stamp = f"{vl_convert.__version__}|{VL_VERSION}|{PIPELINE_VERSION}|"
+    return hashlib.sha256((stamp + payload).encode()).hexdigest()
+
+
+def compile_and_render(vl_spec: dict, cache_dir: Path) -> tuple[dict, str]:
+    """(Vega spec, SVG text) for a Vega-Lite spec; from the cache when its hash is known."""
+    vl_spec = {k: v for k, v in vl_spec.items() if k != "$schema"}
+    key = spec_key(vl_spec)
+    cache_dir = Path(cache_dir)
+    vg_path, svg_path = cache_dir / f"{key}.vg.json", cache_dir / f"{key}.svg"
+    if vg_path.is_file() and svg_path.is_file():
+        STATS["cache_hits"] += 1
+        return json.loads(vg_path.read_text("utf-8")), svg_path.read_text("utf-8")
+    vg_spec = vl_convert.vegalite_to_vega(vl_spec, vl_version=VL_VERSION)
+    vg_spec.pop("$schema", None)
+    STATS["compiled"] += 1
+    svg = canonical_ids(vl_convert.vega_to_svg(vg_spec, allowed_base_urls=[]))
+    STATS["rendered"] += 1
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    _write_atomic(vg_path, json.dumps(vg_spec, sort_keys=True, separators=(",", ":")))
+    _write_atomic(svg_path, svg)
+    return vg_spec, svg
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    # Builds may run side by side (serve + build); never leave a half-written cache entry.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+_XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
+_INNER_ARIA = re.compile(r'\s+(?:role|aria-[a-z]+)="[^"]*"')
+_ID = re.compile(r'\sid="([^"]+)"')
+
+
+_REF = re.compile(r'(\sid="|url\(#|href="#)([^")]+)')
+
+
+def canonical_ids(svg: str) -> str:
+    """Rename ids to i0, i1, ... in order of appearance.
+
+    Vega numbers gradients and clip paths with a process-wide counter, so the same spec would
+    otherwise give different SVG text depending on what was rendered before it.
+    """
+    names: dict[str, str] = {}
+    for old in _ID.findall(svg):
+        names.setdefault(old, f"i{len(names)}")
+    return _REF.sub(lambda m: m.group(1) + names.get(m.group(2), m.group(2)), svg)
+
+
+def inline_svg(svg: str, id_prefix: str, css_class: str) -> str:
+    """Prepare vl-convert's SVG for inlining in HTML.
+
+    Drops the XML namespaces (the HTML parser supplies them; it also keeps namespace URIs out of
+    the page), drops Vega's inner ARIA roles (the container is a single role="img" with a label),
+    and prefixes ids so that two figures on one page never share a clip path.
+    """
+    svg = svg.strip()
+    if svg.startswith("<?xml"):
+        svg = svg[svg.index("?>") + 2:].lstrip()
+    svg = _XMLNS.sub("", svg)
+    svg = _INNER_ARIA.sub("", svg)
+    ids = set(_ID.findall(svg))
+    svg = _REF.sub(lambda m: m.group(1) + (f"{id_prefix}-{m.group(2)}" if m.group(2) in ids else m.group(2)), svg)
+    head_end = svg.index(">")
+    head = re.sub(r'\sclass="[^"]*"', "", svg[:head_end])
+    return head.replace("<svg", f'<svg class="{css_class}" aria-hidden="true"', 1) + svg[head_end:]

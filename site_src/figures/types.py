@@ -1,0 +1,66 @@
+"""The data types that cross the generator <-> figures boundary, and what a kind returns."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from site_src.receipts import Resolved
+
+
+class FigureError(ValueError):
+    """A figure that cannot be drawn: names the figure id and, where known, the fixture and line."""
+
+    def __init__(self, figure_id: str, message: str):
+        self.figure_id = figure_id
+        super().__init__(f"figure {figure_id!r}: {message}")
+
+
+@dataclass
+class FigureContext:
+    resolve_path: Callable[[str], Path]
+    resolve_ref: Callable[[str], Resolved]
+    receipt_html: Callable[[Resolved, str], str]
+    cache_dir: Path
+    asset_prefix: str
+
+
+@dataclass
+class RenderedFigure:
+    body_html: str
+    files: dict[str, bytes] = field(default_factory=dict)
+    marks: int = 0
+    sources: list[Resolved] = field(default_factory=list)
+
+
+@dataclass
+class Control:
+    """A select that drives one top-level Vega signal of the interactive view."""
+
+    signal: str
+    label: str
+    options: list[tuple[str, str]]  # (value, display text)
+    value: str
+
+
+@dataclass
+class Table:
+    columns: list[str]
+    rows: list[list[Any]]
+
+
+@dataclass
+class FigureParts:
+    """What one kind builds; the shared assembly turns it into HTML, SVG and CSV.
+
+    `chart(palette)` returns an Altair chart for one theme (None for HTML-only kinds). Data marks
+    are layers whose name starts with `datamark_`, so tests can count them in the SVG.
+    """
+
+    chart: Callable[[dict], Any] | None
+    table: Table
+    marks: int
+    alt: str
+    controls: list[Control] = field(default_factory=list)
+    sources: list[Resolved] = field(default_factory=list)
+    html: str = ""

@@ -1,0 +1,36 @@
+"""Reading figure output back: the inlined SVGs, their data marks, URLs."""
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+SVG = re.compile(r'<svg class="fig-svg fig-svg-(light|dark)".*?</svg>', re.S)
+# Anything that could make a browser reach another host: absolute or protocol-relative URLs.
+URL = re.compile(r"(?:https?:)?//[A-Za-z0-9.-]+\.[A-Za-z]{2,}|url\(\s*['\"]?https?:", re.I)
+
+
+def svgs(body_html: str) -> dict[str, ET.Element]:
+    return {m.group(1): ET.fromstring(m.group(0)) for m in SVG.finditer(body_html)}
+
+
+def count_marks(svg: ET.Element, name: str) -> int:
+    """Number of drawn items in the data layer `datamark_<name>` (all facets together)."""
+    total = 0
+    for group in svg.iter("g"):
+        classes = group.get("class", "").split()
+        if "role-mark" in classes and f"datamark_{name}_marks" in classes:
+            total += len(list(group))
+    return total
+
+
+def payload(body_html: str) -> dict:
+    m = re.search(r'<script type="application/json" class="fig-spec">(.*?)</script>', body_html, re.S)
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+def external_urls(text: str) -> list[str]:
+    return URL.findall(text)

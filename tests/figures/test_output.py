@@ -1,0 +1,87 @@
+"""Properties of every figure's output: offline, deterministic, cached, accessible hooks."""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import vl_convert
+
+from site_src.figures import figure_assets, figure_head_html, render_figure
+from site_src.figures import render as fig_render
+
+from figtest_helpers import external_urls, svgs
+
+SPECS = [
+    ("rank_scatter", {"id": "a", "data": {"attribution": "attribution_per_pair.jsonl",
+                                          "patching": "patching_per_pair.jsonl"}}),
+    ("rho_bars", {"id": "b", "data": {"series": [{"label": "toy", "ref": "golden.json#per_dimension_rho"}]}}),
+]
+
+
+def render_all(ctx):
+    return [render_figure(kind, spec, ctx) for kind, spec in SPECS]
+
+
+def test_no_external_url_in_any_output(ctx):
+    for fig in render_all(ctx):
+        assert external_urls(fig.body_html) == []
+        for data in fig.files.values():
+            assert external_urls(data.decode()) == []
+    assert "$schema" not in "".join(f.body_html for f in render_all(ctx))
+    assets = figure_assets()
+    assert external_urls(assets["figures.js"].decode()) == []
+    assert external_urls(assets["figures.css"].decode()) == []
+
+
+def test_url_check_can_fail():
+    assert external_urls('<img src="https://example.org/x.png">')
+    assert external_urls("@import url('//fonts.example.com/a.css')")
+
+
+def test_output_is_deterministic_across_cold_renders(ctx, tmp_path):
+    first = render_all(ctx)
+    second = render_all(dataclasses.replace(ctx, cache_dir=tmp_path / "other"))
+    assert [f.body_html for f in first] == [f.body_html for f in second]
+    assert [f.files for f in first] == [f.files for f in second]
+
+
+def test_cache_hit_renders_nothing(ctx, monkeypatch):
+    cold = render_all(ctx)
+
+    def refuse(*_a, **_k):
+        raise AssertionError("rendered although the spec was cached")
+
+    monkeypatch.setattr(vl_convert, "vega_to_svg", refuse)
+    monkeypatch.setattr(vl_convert, "vegalite_to_vega", refuse)
+    warm = render_all(ctx)
+    assert [f.body_html for f in warm] == [f.body_html for f in cold]
+
+
+def test_changed_spec_misses_the_cache(ctx):
+    render_all(ctx)
+    before = dict(fig_render.STATS)
+    render_figure("rho_bars", {"id": "b", "data": {"series": [{"label": "renamed", "ref": "golden.json#per_dimension_rho"}]}}, ctx)
+    assert fig_render.STATS["rendered"] == before["rendered"] + 2  # light and dark
+
+
+def test_static_svgs_both_themes_and_text_alternative(ctx):
+    for fig in render_all(ctx):
+        assert set(svgs(fig.body_html)) == {"light", "dark"}
+        assert re.search(r'<div class="fig-static" role="img" aria-label="[^"]{20,}">', fig.body_html)
+        assert "<details class=\"fig-data\"><summary>Data table" in fig.body_html
+        (csv_path, csv_bytes), = fig.files.items()
+        assert csv_path.startswith("assets/figures/") and csv_path.endswith(".csv")
+        assert f'href="../{csv_path}" download' in fig.body_html
+        rows = csv_bytes.count(b"\n") - 1
+        assert rows > 0 and fig.body_html.count("<tr>") == rows + 1  # + the header row
+
+
+def test_svg_ids_are_unique_per_figure(ctx):
+    html = "".join(f.body_html for f in render_all(ctx))
+    ids = re.findall(r'\sid="([^"]+)"', html)
+    assert len(ids) == len(set(ids))
+
+
+def test_head_tags_point_at_assets():
+    head = figure_head_html("../assets/")
+    assert 'href="../assets/figures.css"' in head and 'src="../assets/figures.js" defer' in head
