@@ -15,6 +15,11 @@ class Resolved:
     `source` is the repository-relative fixture path, `line` the 1-based line when the value
     sits on one line, `expression` the reference as written (or how the value was computed),
     and `href` the site-root-relative URL of the published view of that fixture line.
+
+    Optional extras (defaults keep the original five-field constructor working): `spec` and
+    `minus` are the display format from a `fmt` stage; `items` holds, for a block value (an
+    object, an array or a grouped aggregate), one `(key, Resolved)` per entry, each with its own
+    line where it has one, so a table can give every cell its own receipt.
     """
 
     value: Any
@@ -22,6 +27,9 @@ class Resolved:
     line: int | None
     expression: str
     href: str
+    spec: str = ""
+    minus: bool = False
+    items: tuple = ()
 
     @property
     def location(self) -> str:
@@ -32,6 +40,15 @@ class Resolved:
         if self.line:
             return f"Recorded at {self.location}"
         return f"Computed from {self.source}: {self.expression}"
+
+    @property
+    def is_block(self) -> bool:
+        return isinstance(self.value, (dict, list))
+
+    @property
+    def display(self) -> str:
+        """The value as the page shows it, after the `fmt` stage (if any)."""
+        return format_value(self.value, self.spec, self.minus)
 
 
 def format_value(value: Any, spec: str = "", minus: bool = False) -> str:

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""The site's one entry point: build, serve, check, and resolve a reference.
+
+    python build.py                  build into public/ (atomic: a failed build leaves public/ as it was)
+    python build.py serve            build, serve public/ on 127.0.0.1, rebuild on changes
+    python build.py check            build into a temporary directory and report; public/ untouched
+    python build.py ref FILE:LINE [KEY]   print a reference's value and receipt
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _root_args(parser: argparse.ArgumentParser, top: bool = False) -> None:
+    # subcommands must not reset what was given before the subcommand name
+    parser.add_argument("--root", type=Path, default=HERE if top else argparse.SUPPRESS,
+                        help="repository root holding content/, templates/, bundles/ (default: this repository)")
+    parser.add_argument("--out", type=Path, default=None if top else argparse.SUPPRESS,
+                        help="output directory (default: ROOT/public)")
+
+
+def _report(result, verb: str, out: Path | None) -> int:
+    if result.errors:
+        for line in result.errors.lines():
+            print(f"error: {line}", file=sys.stderr)
+        print(f"{verb} failed: {len(result.errors)} error(s); "
+              + ("public/ left as it was" if verb == "build" else "nothing written"), file=sys.stderr)
+        return 1
+    pages = sum(1 for name in result.files if name.endswith("index.html") and not name.startswith("source/"))
+    where = f" into {out}" if out else ""
+    print(f"{verb} ok: {pages} page(s), {len(result.files)} file(s){where}")
+    return 0
+
+
+def cmd_build(args) -> int:
+    from site_src.site import build
+    out = (args.out or args.root / "public").resolve()
+    return _report(build(args.root, out), "build", out)
+
+
+def cmd_check(args) -> int:
+    from site_src.site import build
+    return _report(build(args.root, Path(tempfile.gettempdir()) / "site-check", keep=False), "check", None)
+
+
+def cmd_serve(args) -> int:
+    from site_src.serve import serve
+    from site_src.site import build
+    out = (args.out or args.root / "public").resolve()
+    serve(args.root.resolve(), out, args.port, lambda: _report(build(args.root, out), "build", out))
+    return 0
+
+
+def cmd_ref(args) -> int:
+    from site_src.errors import FixtureProblem
+    from site_src.refgrammar import RefSyntaxError
+    from site_src.resolve import Resolver
+
+    text = args.reference
+    if args.key:
+        if "#" in text.split("|")[0]:
+            print("error: give the key either after '#' or as the second argument, not both", file=sys.stderr)
+            return 2
+        head, _, tail = text.partition("|")
+        text = f"{head.strip()}#{args.key}" + (f" | {tail.strip()}" if tail else "")
+    resolver = Resolver(args.root, args.bundle, extra_dirs=(Path.cwd(),), allow_outside=True)
+    try:
+        resolved = resolver.resolve(text)
+    except (RefSyntaxError, FixtureProblem) as exc:
+        print(f"error: {{{{ {text} }}}}: {exc}", file=sys.stderr)
+        return 1
+    if resolved.is_block:
+        print(f"block of {len(resolved.items)} entries  ({resolved.receipt})")
+        for key, item in resolved.items:
+            value = json.dumps(item.value, ensure_ascii=False) if item.is_block else item.display
+            print(f"  {key}: {value}    {item.receipt}")
+    else:
+        print(resolved.display)
+        print(f"raw value: {json.dumps(resolved.value, ensure_ascii=False)}")
+        print(resolved.receipt)
+    if resolved.href:
+        print(f"published at: public/{resolved.href}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="build.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    _root_args(parser, top=True)
+    sub = parser.add_subparsers(dest="command")
+    p = sub.add_parser("build", help="build the site into public/ (the default command)")
+    _root_args(p)
+    p = sub.add_parser("check", help="build into a temporary directory and report; public/ is not touched")
+    _root_args(p)
+    p = sub.add_parser("serve", help="build, serve public/ on 127.0.0.1, rebuild on source changes")
+    _root_args(p)
+    p.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0 picks a free one; default 8000)")
+    p = sub.add_parser("ref", help="resolve one value reference and print its value and receipt",
+                       description="Resolve a reference (FILE:LINE, FILE#KEY, FILE:LINE#KEY, or FILE | STAGES) "
+                                   "against the repository (and the working directory), e.g. "
+                                   "`build.py ref ../shared/reference/reward-lens-golden.json:9`.")
+    _root_args(p)
+    p.add_argument("reference", help="the reference, as written between {{ }} on a page")
+    p.add_argument("key", nargs="?", help="a key path; the same as writing FILE:LINE#KEY")
+    p.add_argument("--bundle", help="resolve FILE inside bundles/BUNDLE/ first, as on a study page")
+    args = parser.parse_args(argv)
+    args.root = args.root.resolve()
+    command = args.command or "build"
+    return {"build": cmd_build, "check": cmd_check, "serve": cmd_serve, "ref": cmd_ref}[command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

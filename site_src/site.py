@@ -1,0 +1,240 @@
+"""Build the whole site: pages, fixtures, bundles, figures and assets, into a file map; then write it
+to a fresh directory and swap that into place only when the build had no error."""
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+
+from .config import load_config, order_pages
+from .errors import BuildError, Errors
+from .fixtures import FixtureCache
+from .markdown import make_parser
+from .pages import PROSE_FIELDS, discover, load_page
+from .render import PageRenderer, check_prose, collect_figures, install_render_rules
+from .receipt_html import raw_text
+from .resolve import Resolver
+from .sources import publish, sha256
+
+DOCS_PAGE = "how-this-site-is-built.md"
+
+
+@dataclass
+class BuildResult:
+    errors: Errors
+    files: dict = field(default_factory=dict)
+    bundle_pages: list = field(default_factory=list)   # (page output path, Bundle)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def rel_href(prefix: str, url: str) -> str:
+    return (prefix + url) or "./"
+
+
+def make_env(root: Path) -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(root / "templates")),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True)
+    return env
+
+
+def collect(root: Path) -> BuildResult:
+    """Render everything in memory; every error is collected, none stops the build early."""
+    root = root.resolve()
+    errors = Errors()
+    content = root / "content"
+    config = load_config(content, root, errors)
+    pages = {}
+    for path in discover(content):
+        page = load_page(path, root, content, errors)
+        if page is not None:
+            pages[page.rel] = page
+    order = order_pages(config, pages, (content / "site.yaml").relative_to(root).as_posix(), errors)
+    for number, name in enumerate(order, start=1):
+        pages[name].number = number
+    jinja = make_env(root)
+    md = make_parser()
+    install_render_rules(md)
+    md_env = {"jinja": jinja}
+    figures: dict = {}
+    for name in order:
+        collect_figures(pages[name], md, md_env, errors, figures)
+
+    cache = FixtureCache()
+    used: dict[str, bool] = {}
+    files: dict[str, bytes] = {}
+    bundles = {}
+    bundle_pages = []
+    figure_count = 0
+    for name in order:
+        page = pages[name]
+        for field_name in PROSE_FIELDS:
+            if isinstance(page.meta.get(field_name), str):
+                check_prose(page.meta[field_name], page.field_where(field_name), errors)
+        resolver = Resolver(root, page.meta.get("bundle"), cache)
+        rendered = PageRenderer(page, md, resolver, errors, figures, md_env, root).render()
+        figure_count += rendered.figure_count
+        for rel, view in resolver.used.items():
+            used[rel] = used.get(rel, False) or view
+        files.update(rendered.files)
+        bundle = None
+        if page.is_study and isinstance(page.meta.get("bundle"), str) and (root / "bundles" / page.meta["bundle"]).is_dir():
+            bundle = _bundle(root, page, bundles, errors)
+        try:
+            files[page.out_path] = _page_html(jinja, config, page, pages, order, rendered, bundle).encode()
+            if bundle is not None:
+                bundle_pages.append((page.out_path, bundle))
+        except jinja2.TemplateError as exc:
+            errors.add(BuildError(f"template error: {exc}", page.where()))
+    if bundles:
+        try:
+            files.update(importlib.import_module("site_src.bundles").public_files(list(bundles.values())))
+        except Exception as exc:
+            errors.add(BuildError(f"bundles: {exc}"))
+    files.update(publish(root, used, lambda rel, data: _source_view(jinja, config, pages, order, rel, data)))
+    static = root / "templates" / "static"
+    if static.is_dir():
+        for path in sorted(static.rglob("*")):
+            if path.is_file():
+                files[f"assets/{path.relative_to(static).as_posix()}"] = path.read_bytes()
+    if figure_count:
+        try:
+            assets = importlib.import_module("site_src.figures").figure_assets()
+            files.update({f"assets/{name}": data for name, data in assets.items()})
+        except Exception as exc:
+            errors.add(BuildError(f"figures: cannot produce the figure assets: {exc}"))
+    if config.base_url:
+        files["sitemap.xml"] = _sitemap(config.base_url, [pages[n] for n in order])
+    return BuildResult(errors, files, bundle_pages)
+
+
+def _bundle(root: Path, page, bundles: dict, errors):
+    name = page.meta["bundle"]
+    if name in bundles:
+        return bundles[name]
+    if not (root / "templates" / "partials" / "bundle.html").is_file():
+        errors.add(BuildError("study pages need templates/partials/bundle.html", page.field_where("bundle")))
+        return None
+    try:
+        module = importlib.import_module("site_src.bundles")
+        bundles[name] = module.build_bundle(root / "bundles" / name, root)
+    except Exception as exc:
+        errors.add(BuildError(f"bundle {name!r}: {exc}", page.field_where("bundle")))
+        return None
+    return bundles[name]
+
+
+def _nav(pages, order, current, prefix):
+    return [{"title": pages[n].meta.get("title", n), "href": rel_href(prefix, pages[n].url),
+             "current": current is not None and pages[n] is current} for n in order]
+
+
+def _common(config, pages, order, current, prefix):
+    docs = pages.get(DOCS_PAGE)
+    return {
+        "site": config, "rel": prefix, "nav": _nav(pages, order, current, prefix),
+        "home_href": rel_href(prefix, ""), "docs_href": rel_href(prefix, docs.url if docs else ""),
+        "extra_css": [], "extra_js": [],
+    }
+
+
+def _page_html(jinja, config, page, pages, order, rendered, bundle) -> str:
+    prefix = "../" * page.depth
+    provenance = []
+    for resolved, text, rid in rendered.values:
+        provenance.append({"text": text, "raw": raw_text(resolved.value), "receipt": resolved.receipt,
+                           "href": prefix + resolved.href if resolved.href else "", "anchor": rid})
+    listing = None
+    if page.url == "":
+        others = [pages[n] for n in order if pages[n] is not page]
+        groups = [("explainers", "Explainers", [p for p in others if not p.is_study]),
+                  ("studies", "Studies", [p for p in others if p.is_study])]
+        listing = [{"id": gid, "title": title,
+                    "pages": [{"title": p.meta.get("title", p.rel), "summary": p.meta.get("summary", ""),
+                               "href": rel_href(prefix, p.url), "trust": p.meta.get("trust")} for p in group]}
+                   for gid, title, group in groups if group]
+    template = jinja.get_template("page.html")
+    return template.render(
+        **_common(config, pages, order, page, prefix),
+        page=page, title=page.meta.get("title", ""), summary=page.meta.get("summary", ""),
+        description=page.meta.get("summary", ""), body=Markup(rendered.html), headings=rendered.headings,
+        provenance=provenance, listing=listing, bundle=bundle,
+    )
+
+
+def _source_view(jinja, config, pages, order, rel: str, data: bytes) -> bytes:
+    depth = rel.count("/") + 1  # source/<rel>.html
+    prefix = "../" * depth
+    text = data.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    html = jinja.get_template("source.html").render(
+        **_common(config, pages, order, None, prefix), path=rel, title=rel, description="",
+        raw_href=rel.rsplit("/", 1)[-1], size=len(data), sha256=sha256(data), lines=lines)
+    return html.encode()
+
+
+def _sitemap(base_url: str, pages) -> bytes:
+    base = base_url.rstrip("/") + "/"
+    urls = "".join(f"  <url><loc>{base}{p.url}</loc></url>\n" for p in pages)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+            f"{urls}</urlset>\n").encode()
+
+
+def write_tree(files: dict[str, bytes], target: Path) -> None:
+    for rel in sorted(files):
+        path = target / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(files[rel])
+
+
+def verify_bundles(target: Path, result: BuildResult) -> None:
+    """Check every sha256 a page prints against the file written (the check is site_src.bundles')."""
+    if not result.bundle_pages:
+        return
+    verify = importlib.import_module("site_src.bundles").verify_published
+    for out_path, bundle in result.bundle_pages:
+        try:
+            verify(target, result.files[out_path].decode(), bundle, out_path)
+        except Exception as exc:
+            result.errors.add(BuildError(f"published bundle check failed: {exc}", out_path))
+
+
+def build(root: Path, out: Path | None = None, keep: bool = True) -> BuildResult:
+    """Build into a temporary directory beside `out`; on success swap it in, else leave `out` as it was.
+
+    With keep=False (the `check` command) the output is removed and `out` is never touched.
+    """
+    root = root.resolve()
+    out = (out or root / "public").resolve()
+    result = collect(root)
+    parent = out.parent if keep else Path(tempfile.gettempdir())
+    parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=parent))
+    try:
+        if result.ok:
+            write_tree(result.files, staging)
+            verify_bundles(staging, result)
+        if not result.ok or not keep:
+            return result
+        old = None
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}-old-", dir=parent))
+            os.replace(out, old / "tree")
+        os.replace(staging, out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return result
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
