@@ -63,3 +63,83 @@ def test_rho_bars_rejects_a_scalar_reference(ctx):
 def test_unknown_kind_names_the_known_ones(ctx):
     with pytest.raises(FigureError, match="unknown figure kind 'pie'.*rank_scatter"):
         render_figure("pie", {"id": "x"}, ctx)
+
+
+def test_patch_picker_two_points_per_pair_and_a_labelled_select(ctx):
+    fig = render_figure("patch_picker", {"id": "pp", "data": DATA, "options": {"dimension": "safety"}}, ctx)
+    assert fig.marks == 2 * 3  # three pairs, clean and patched each
+    for svg in svgs(fig.body_html).values():
+        assert count_marks(svg, "points") == 6
+    assert '<label for="fig-pp-component">Component to patch</label>' in fig.body_html
+    assert fig.body_html.count("<option ") == 8
+    # Default = the component patching moves most (patch rank 1), chosen through rankstats.
+    top = min(ranked_components("safety").items(), key=lambda kv: kv[1][1])[0]
+    assert f'<option value="{top}" selected>' in fig.body_html
+    spec = payload(fig.body_html)
+    rows = [row for rows in spec["data"].values() for row in rows if "patched_margin" in row]
+    assert len(rows) == 8 * 3 and {r["component"] for r in rows} == set(ranked_components("safety"))
+
+
+def test_patch_picker_keeps_the_axis_fixed_across_components(ctx):
+    a = render_figure("patch_picker", {"id": "pp", "data": DATA, "options": {"component": "attn_L0"}}, ctx)
+    b = render_figure("patch_picker", {"id": "pp", "data": DATA, "options": {"component": "mlp_L3"}}, ctx)
+    domain = lambda fig: [s["domain"] for s in payload(fig.body_html)["specs"]["light"]["scales"] if s["name"] == "y"]
+    assert domain(a) == domain(b) and isinstance(domain(a)[0], list)
+
+
+def test_top_lists_entries_with_receipts_and_ranks_beyond(ctx):
+    fig = render_figure("top_lists", {"id": "tl", "data": DATA, "options": {"n": 3, "dimension": "helpfulness"}}, ctx)
+    assert fig.marks == 6
+    assert fig.body_html.count("<li>") == 6
+    assert "<svg" not in fig.body_html
+    ranks = ranked_components("helpfulness")
+    first_attr = min(ranks, key=lambda c: ranks[c][0])
+    assert (f'<span class="fig-component">{first_attr}</span>: attribution rank '
+            f'<a class="receipt"') in fig.body_html
+    assert len(fig.sources) == 6 * 3
+    patch_ranks = [s for s in fig.sources if s.expression.startswith(f"patch rank of {first_attr}:")]
+    assert patch_ranks[0].value == ranks[first_attr][1]
+    assert patch_ranks[0].source.endswith("patching_per_pair.jsonl") and patch_ranks[0].line is None
+    assert "Ranked beyond this list" in fig.body_html
+
+
+def test_lens_curve_marks_crystallization_per_dimension(ctx):
+    fig = render_figure("lens_curve", {"id": "lc", "data": {"lens": "lens_per_pair.jsonl"}}, ctx)
+    assert fig.marks == 2
+    for svg in svgs(fig.body_html).values():
+        assert count_marks(svg, "lines") == 2 and count_marks(svg, "crystal") == 2
+    rows = rankstats.read_jsonl(FIXTURES / "lens_per_pair.jsonl")
+    curve = [rankstats.mean(r["running_margin"] for r in rows if r["dimension"] == "safety" and r["layer"] == layer)
+             for layer in range(4)]
+    safety = [s for s in fig.sources if "of safety" in s.expression][0]
+    assert safety.value == rankstats.crystallization_depth(curve)
+
+
+def test_lens_curve_single_dimension(ctx):
+    fig = render_figure("lens_curve", {"id": "lc", "data": {"lens": "lens_per_pair.jsonl"},
+                                       "options": {"dimension": "safety"}}, ctx)
+    assert fig.marks == 1 and len(fig.sources) == 1
+
+
+def test_margin_distribution_one_tick_per_pair(ctx):
+    fig = render_figure("margin_distribution", {"id": "md", "data": {"pairs": "attribution_per_pair.jsonl"}}, ctx)
+    assert fig.marks == 6  # 2 dimensions x 3 pairs, though every pair has 9 component rows
+    for svg in svgs(fig.body_html).values():
+        assert count_marks(svg, "ticks") == 6
+
+
+def test_heatmap_one_cell_per_matrix_entry(ctx):
+    fig = render_figure("heatmap", {"id": "hm", "data": {"matrix": "cosines.json#cosines"}}, ctx)
+    assert fig.marks == 9
+    for svg in svgs(fig.body_html).values():
+        assert count_marks(svg, "cells") == 9
+    assert fig.sources[0].expression == "cosines.json#cosines"
+
+
+def test_bad_fixture_line_is_named(ctx, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"dimension": "a", "pair_id": 1, "margin": 1}\n{"dimension": "a", "pair_id": 2}\n')
+    import dataclasses
+    ctx = dataclasses.replace(ctx, resolve_path=lambda name: bad)
+    with pytest.raises(FigureError, match=r"bad.jsonl:2: row lacks field 'margin'"):
+        render_figure("margin_distribution", {"id": "md", "data": {"pairs": "bad.jsonl"}}, ctx)

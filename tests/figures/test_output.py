@@ -15,7 +15,13 @@ SPECS = [
     ("rank_scatter", {"id": "a", "data": {"attribution": "attribution_per_pair.jsonl",
                                           "patching": "patching_per_pair.jsonl"}}),
     ("rho_bars", {"id": "b", "data": {"series": [{"label": "toy", "ref": "golden.json#per_dimension_rho"}]}}),
+    ("patch_picker", {"id": "c", "data": {"attribution": "attribution_per_pair.jsonl",
+                                          "patching": "patching_per_pair.jsonl"}}),
+    ("lens_curve", {"id": "d", "data": {"lens": "lens_per_pair.jsonl"}}),
+    ("margin_distribution", {"id": "e", "data": {"pairs": "patching_per_pair.jsonl"}}),
+    ("heatmap", {"id": "f", "data": {"matrix": "cosines.json#cosines"}}),
 ]
+CHARTS = len(SPECS)
 
 
 def render_all(ctx):
@@ -66,6 +72,7 @@ def test_changed_spec_misses_the_cache(ctx):
 
 def test_static_svgs_both_themes_and_text_alternative(ctx):
     for fig in render_all(ctx):
+        assert 'class="fig-live" hidden' in fig.body_html
         assert set(svgs(fig.body_html)) == {"light", "dark"}
         assert re.search(r'<div class="fig-static" role="img" aria-label="[^"]{20,}">', fig.body_html)
         assert "<details class=\"fig-data\"><summary>Data table" in fig.body_html

@@ -1,0 +1,75 @@
+"""Kind `lens_curve`: the reward lens, the running margin layer by layer, with crystallization.
+
+Per dimension, the mean running margin over pairs at each depth; crystallization depth (first
+layer where m_l >= m_L / 2, rankstats.crystallization_depth) is taken on that mean curve and
+marked with a point on each curve, and with a rule when one dimension is shown.
+"""
+from __future__ import annotations
+
+import altair as alt
+
+from bundle_kit import rankstats
+
+from .data import computed, file_receipt, options, read_rows, spec_data, spec_id
+from .types import FigureError, FigureParts, Table
+
+FIELDS = ("dimension", "pair_id", "layer", "running_margin")
+
+
+def build(spec: dict, ctx) -> FigureParts:
+    opts = options(spec)
+    lens = spec_data(spec, "lens")
+    path, rows = read_rows(ctx, lens, FIELDS)
+    only = opts.get("dimension")
+    buckets: dict[str, dict[int, list[float]]] = {}
+    for row in rows:
+        if only is None or row["dimension"] == only:
+            buckets.setdefault(row["dimension"], {}).setdefault(int(row["layer"]), []).append(row["running_margin"])
+    if not buckets:
+        raise FigureError(spec_id(spec), f"{lens} has no lens rows" + (f" for dimension {only!r}" if only else ""))
+    base = file_receipt(ctx, lens)
+    curve, marks, sources = [], [], []
+    for dim in sorted(buckets):
+        layers = sorted(buckets[dim])
+        if layers != list(range(len(layers))):
+            raise FigureError(spec_id(spec), f"{path.name}: dimension {dim} lacks layers (has {layers})")
+        means = [rankstats.mean(buckets[dim][layer]) for layer in layers]
+        depth_of = [(layer + 1) / len(layers) for layer in layers]
+        for d, m in zip(depth_of, means):
+            curve.append({"dimension": dim, "depth": round(d, 6), "running_margin": round(m, 6)})
+        crystal = rankstats.crystallization_depth(means)
+        marks.append({"dimension": dim, "depth": round(crystal, 6),
+                      "running_margin": round(means[round(crystal * len(layers)) - 1], 6)})
+        sources.append(computed(base, crystal, f"crystallization depth of {dim}: first layer with mean running "
+                                               "margin >= half the final one, as a fraction of depth (rankstats)"))
+    single = len(buckets) == 1
+
+    def chart(p: dict):
+        color = (alt.value(p["accent"]) if single else alt.Color("dimension:N", title="dimension"))
+        x = alt.X("depth:Q", title="depth (fraction of layers)", scale=alt.Scale(domain=[0, 1]))
+        y = alt.Y("running_margin:Q", title="mean running margin")
+        line = alt.Chart(alt.Data(values=curve)).mark_line(strokeWidth=2).encode(
+            x=x, y=y, color=color, detail="dimension:N",
+            tooltip=[alt.Tooltip("dimension:N"), alt.Tooltip("depth:Q", format=".3f"),
+                     alt.Tooltip("running_margin:Q", title="running margin", format="+.4f")],
+        ).properties(name="datamark_lines")
+        point = alt.Chart(alt.Data(values=marks)).mark_point(shape="diamond", size=110, filled=True).encode(
+            x=x, y=y, color=alt.value(p["text"]) if single else color,
+            tooltip=[alt.Tooltip("dimension:N"), alt.Tooltip("depth:Q", title="crystallization depth", format=".3f")],
+        ).properties(name="datamark_crystal")
+        zero = alt.Chart().mark_rule(color=p["muted"], strokeWidth=1).encode(y=alt.datum(0))
+        layers = [zero, line, point]
+        if single:
+            rule = alt.Chart(alt.Data(values=marks)).mark_rule(color=p["muted"], strokeDash=[4, 3]).encode(x="depth:Q")
+            label = alt.Chart(alt.Data(values=marks)).mark_text(align="left", dx=4, dy=-6, color=p["text"]).encode(
+                x="depth:Q", y=alt.value(0), text=alt.Text("depth:Q", format=".2f"))
+            layers += [rule, label]
+        return alt.layer(*layers).properties(width=420, height=260)
+
+    table = Table(["dimension", "depth", "mean running margin", "crystallization depth"],
+                  [[c["dimension"], f'{c["depth"]:.4f}', f'{c["running_margin"]:+.6f}',
+                    f'{next(m["depth"] for m in marks if m["dimension"] == c["dimension"]):.4f}'] for c in curve])
+    summary = "; ".join(f"{m['dimension']} crystallizes at {m['depth']:.2f}" for m in marks[:6])
+    alt_text = (f"Line chart of the mean running margin against depth for {len(marks)} dimension(s), "
+                f"with the crystallization depth marked: {summary}{'; ...' if len(marks) > 6 else ''}.")
+    return FigureParts(chart=chart, table=table, marks=len(marks), alt=alt_text, sources=sources)

@@ -1,0 +1,74 @@
+"""Kind `patch_picker`: pick a component and patch it.
+
+For one dimension and patching mode, every pair's clean margin and patched margin for the chosen
+component. The y axis is fixed over all components, so the original score stays where it was
+while the picked component changes; a rule joins each pair's clean and patched margin.
+"""
+from __future__ import annotations
+
+import altair as alt
+
+from bundle_kit import rankstats
+
+from .data import fmt_rank, options, pick_dimension, rank_components, read_rows, spec_data, spec_id
+from .types import Control, FigureError, FigureParts, Table
+
+
+def build(spec: dict, ctx) -> FigureParts:
+    opts = options(spec)
+    mode = opts.get("mode", "mean")
+    attribution = spec_data(spec, "attribution")
+    patching = spec_data(spec, "patching")
+    ranked = rank_components(ctx, spec, attribution, patching, mode)
+    dimension = pick_dimension(spec, ranked, opts.get("dimension"))
+    r = ranked[dimension]
+    _, patch_rows = read_rows(ctx, patching, rankstats.PATCHING_FIELDS + ("patched_margin",))
+    rows = [
+        {"component": row["component"], "pair_id": str(row["pair_id"]),
+         "clean_margin": row["clean_margin"], "patched_margin": row["patched_margin"],
+         "moves_pct": round(100 * rankstats.patch_fraction(row), 4)}
+        for row in patch_rows
+        if row["mode"] == mode and row["dimension"] == dimension and row["component"] in r.patch_rank
+    ]
+    default = opts.get("component") or min(r.components, key=lambda c: (r.patch_rank[c], r.components.index(c)))
+    if default not in r.patch_rank:
+        raise FigureError(spec_id(spec), f"component {default!r} is not patched in {patching} ({dimension}, {mode})")
+    pairs = sorted({row["pair_id"] for row in rows if row["component"] == default},
+                   key=lambda p: next(x["clean_margin"] for x in rows if x["pair_id"] == p))
+    margins = [v for row in rows for v in (row["clean_margin"], row["patched_margin"])]
+    low, high = min(margins + [0.0]), max(margins + [0.0])
+    pad = 0.05 * (high - low or 1.0)
+
+    def chart(p: dict):
+        picked = alt.param(name="component", value=default)
+        base = alt.Chart(alt.Data(values=rows)).transform_filter("datum.component == component")
+        x = alt.X("pair_id:N", sort=pairs, title="preference pair (sorted by clean margin)",
+                  axis=alt.Axis(labels=len(pairs) <= 24, ticks=len(pairs) <= 24, labelAngle=-45))
+        y_scale = alt.Scale(domain=[low - pad, high + pad], nice=False, zero=False)
+        link = base.mark_rule(color=p["muted"], strokeWidth=1.5).encode(
+            x=x, y=alt.Y("clean_margin:Q", scale=y_scale, title="margin r(chosen) − r(rejected)"),
+            y2="patched_margin:Q")
+        folded = base.transform_fold(["clean_margin", "patched_margin"], as_=["which", "margin"]).transform_calculate(
+            state="datum.which == 'clean_margin' ? 'clean' : 'patched'")
+        tooltip = [alt.Tooltip("pair_id:N", title="pair"), alt.Tooltip("clean_margin:Q", title="clean margin", format="+.4f"),
+                   alt.Tooltip("patched_margin:Q", title="patched margin", format="+.4f"),
+                   alt.Tooltip("moves_pct:Q", title="moves %", format=".4f")]
+        points = folded.mark_point(size=55, filled=True, opacity=1).encode(
+            x=x, y=alt.Y("margin:Q", scale=y_scale),
+            color=alt.Color("state:N", title="margin", scale=alt.Scale(domain=["clean", "patched"], range=[p["reference"], p["accent2"]])),
+            shape=alt.Shape("state:N", scale=alt.Scale(domain=["clean", "patched"], range=["circle", "diamond"])),
+            tooltip=tooltip,
+        ).properties(name="datamark_points")
+        zero = alt.Chart().mark_rule(color=p["text"], strokeWidth=1).encode(y=alt.datum(0))
+        return alt.layer(link, points, zero).add_params(picked).properties(
+            width=max(300, min(640, 18 * len(pairs))), height=280)
+
+    options_list = [(c, f"{c} (patch rank {fmt_rank(r.patch_rank[c])})") for c in r.components]
+    table = Table(["component", "pair", "clean margin", "patched margin", "moves %"],
+                  [[x["component"], x["pair_id"], f'{x["clean_margin"]:+.6f}', f'{x["patched_margin"]:+.6f}',
+                    f'{x["moves_pct"]:.4f}'] for x in rows])
+    alt_text = (f"Dot plot for dimension {dimension}, {mode} patching of {default}: for each of {len(pairs)} "
+                f"pairs the clean margin and the margin with {default} patched, joined by a line. "
+                f"Another component can be chosen in the interactive view; the data table lists all {len(r.components)}.")
+    return FigureParts(chart=chart, table=table, marks=2 * len(pairs), alt=alt_text,
+                       controls=[Control("component", "Component to patch", options_list, default)])

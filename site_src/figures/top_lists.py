@@ -1,0 +1,69 @@
+"""Kind `top_lists`: the top N components by attribution and by patching, side by side.
+
+Every entry gives its rank in both lists and how much patching it moves the margin, each number
+with a receipt (computed by rankstats from the named JSONL). Under each list, the other list's
+top components that rank beyond it, with their rank here. Plain HTML: no chart.
+"""
+from __future__ import annotations
+
+from html import escape
+
+from .data import computed, file_receipt, fmt_rank, options, pick_dimension, rank_components, spec_data
+from .types import FigureParts, Table
+
+
+def build(spec: dict, ctx) -> FigureParts:
+    opts = options(spec)
+    mode = opts.get("mode", "mean")
+    n = int(opts.get("n", 10))
+    attribution = spec_data(spec, "attribution")
+    patching = spec_data(spec, "patching")
+    ranked = rank_components(ctx, spec, attribution, patching, mode)
+    dimension = pick_dimension(spec, ranked, opts.get("dimension"))
+    r = ranked[dimension]
+    attr_base, patch_base = file_receipt(ctx, attribution), file_receipt(ctx, patching)
+    where = f"dimension {dimension}, {mode} patching, over the {len(r.components)} components both files cover"
+    sources = []
+
+    def receipt(base, value, text, expression):
+        resolved = computed(base, value, f"{expression} ({where}; rankstats)")
+        sources.append(resolved)
+        return ctx.receipt_html(resolved, text)
+
+    def numbers(c: str) -> str:
+        a = receipt(attr_base, r.attribution_rank[c], fmt_rank(r.attribution_rank[c]),
+                    f"attribution rank of {c}: mean attribution over pairs, rank 1 = largest")
+        p = receipt(patch_base, r.patch_rank[c], fmt_rank(r.patch_rank[c]),
+                    f"patch rank of {c}: mean |effect| / |clean margin| over pairs, rank 1 = largest")
+        moves = 100 * r.patch_score[c]
+        m = receipt(patch_base, moves, f"{moves:.4f}%", f"moves % of {c}: 100 * mean |effect| / |clean margin|")
+        return f"attribution rank {a}, patch rank {p}, moves {m}"
+
+    def order(rank: dict) -> list[str]:
+        return sorted(r.components, key=lambda c: (rank[c], r.components.index(c)))
+
+    by_attr, by_patch = order(r.attribution_rank)[:n], order(r.patch_rank)[:n]
+    html = ['<div class="fig-lists">']
+    table_rows = []
+    for key, title, mine, other, rank in (
+        ("attribution", f"Top {len(by_attr)} by attribution (observational)", by_attr, by_patch, r.attribution_rank),
+        ("patching", f"Top {len(by_patch)} by patching (causal, {mode})", by_patch, by_attr, r.patch_rank),
+    ):
+        list_id = f"fig-{spec['id']}-{key}"
+        html.append(f'<div class="fig-list"><p class="fig-list-title" id="{list_id}"><strong>{escape(title)}</strong></p>')
+        html.append(f'<ol aria-labelledby="{list_id}">')
+        for c in mine:
+            html.append(f'<li><span class="fig-component">{escape(c)}</span>: {numbers(c)}</li>')
+            table_rows.append([key, c, fmt_rank(r.attribution_rank[c]), fmt_rank(r.patch_rank[c]),
+                               f"{100 * r.patch_score[c]:.4f}"])
+        html.append("</ol>")
+        beyond = [c for c in other if c not in mine]
+        if beyond:
+            items = ", ".join(f'<span class="fig-component">{escape(c)}</span> ({fmt_rank(rank[c])})' for c in beyond)
+            html.append(f'<p class="fig-beyond">Ranked beyond this list (rank here): {items}</p>')
+        html.append("</div>")
+    html.append("</div>")
+    table = Table(["list", "component", "attribution rank", "patch rank", "moves %"], table_rows)
+    alt_text = f"Top {n} components by attribution and by patching, {dimension}."
+    return FigureParts(chart=None, table=table, marks=len(by_attr) + len(by_patch), alt=alt_text,
+                       sources=sources, html="\n".join(html))
