@@ -7,7 +7,8 @@ Standard library only, Python 3.10 or newer; no GPU, no network. The statistics 
 `rankstats.py` beside this file, the same module the site build and the measurement stage use.
 
 Exit status: 0 when every recomputed value agrees with golden.json within its tolerance,
-1 when one does not, 2 when a file is missing or malformed (the message names file and line).
+1 when one does not, 2 when a file is missing or malformed (the message names file and line),
+3 on an unexpected error in this script itself.
 """
 from __future__ import annotations
 
@@ -213,8 +214,9 @@ def check(folder: str) -> tuple[list[str], bool]:
                              key=("dimension", "pair_id", "component"))
     patching = _read_rows(folder, PATCHING, rankstats.PATCHING_FIELDS, ("clean_margin", "effect"),
                           key=("dimension", "pair_id", "component", "mode"))
+    counts = golden.get("counts", kind="object") if "counts" in golden.data else {}
     for name, rows, key in ((ATTRIBUTION, attribution, "attribution_rows"), (PATCHING, patching, "patching_rows")):
-        if key in golden.data.get("counts", {}):
+        if key in counts:
             expected = golden.get("counts", key, kind="count")
             if expected != len(rows):
                 raise FixtureError(name, rows[-1]["_line"], f"holds {len(rows)} rows, but {golden.where('counts', key)} says {expected} (file truncated or edited?)")
@@ -224,6 +226,10 @@ def check(folder: str) -> tuple[list[str], bool]:
         modes = sorted({row["mode"] for row in patching})
         raise FixtureError(PATCHING, None, f"no rows of mode {mode!r} (from {golden.where('rank_mode')}) join the attribution rows; modes present: {', '.join(modes)}")
     scores = rankstats.component_scores(joined)
+    for dimension, comps in scores.items():
+        if len(comps) < 2:
+            raise FixtureError(PATCHING, None, f"dimension {dimension!r} has {len(comps)} component ranked both ways; "
+                               "a rank correlation needs at least 2")
     rhos = rankstats.dimension_rhos(scores)
 
     pairs = {(dimension, pair) for dimension, pair, _component in joined}
@@ -292,11 +298,17 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python reproduce.py [BUNDLE_DIR]", file=sys.stderr)
         return 2
     folder = args[0] if args else HERE
+    # A terminal that cannot show a character must not crash the check.
+    sys.stdout.reconfigure(errors="backslashreplace")
     try:
         lines, ok = check(folder)
     except FixtureError as exc:
         print(f"reproduce.py: {exc}", file=sys.stderr)
         return 2
+    except Exception:  # a bug here must not read as "disagrees" (1) or "bad file" (2)
+        import traceback
+        traceback.print_exc()
+        return 3
     print("\n".join(lines))
     return 0 if ok else 1
 

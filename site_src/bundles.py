@@ -285,8 +285,9 @@ def verify_published(public_dir: Path, html: str, bundle: Bundle, page: str = "p
         raise PublishError(f"{page}: prints sha256 {printed[bundle.zip_href]} for {bundle.zip_href}, "
                            f"but bundle {bundle.name} was built with {bundle.sha256}")
     for path, shown in parser.found:
-        served = public_dir / PurePosixPath(path)
-        if ".." in PurePosixPath(path).parts or not served.is_file():
+        relative = PurePosixPath(path)
+        served = public_dir / relative
+        if relative.is_absolute() or ".." in relative.parts or not served.is_file():
             raise PublishError(f"{page}: prints the sha256 of {path}, which the site does not serve")
         actual = hashlib.sha256(served.read_bytes()).hexdigest()
         if shown != actual:

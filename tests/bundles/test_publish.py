@@ -134,3 +134,11 @@ def test_missing_file_or_sums_is_refused(tiny, tmp_path):
 def test_page_without_the_bundle_hash_is_refused(tiny, tmp_path):
     with pytest.raises(bundles.PublishError, match="p: does not print the sha256 of bundles/tiny.zip"):
         bundles.verify_published(tmp_path, "<p>nothing</p>", tiny, page="p")
+
+
+def test_printed_hash_of_a_path_outside_the_site_is_refused(tiny, tmp_path):
+    html = render(tiny)
+    _publish(tmp_path, tiny, html)
+    outside = html + f'<code data-sha256-for="/etc/hostname">{"0" * 64}</code>'
+    with pytest.raises(bundles.PublishError, match="/etc/hostname, which the site does not serve"):
+        bundles.verify_published(tmp_path, outside, tiny, page="p")

@@ -194,3 +194,19 @@ def test_unpublished_dimension_fails(unzipped, run_check):
     (unzipped / "golden.json").write_text(json.dumps(golden, indent=2) + "\n")
     done = _fails(run_check, unzipped, 1, "per_dimension_rho/safety disagrees by missing")
     assert "not published" in done.stdout
+
+
+def test_dimension_with_one_ranked_component(unzipped, run_check):
+    golden = json.loads((unzipped / "golden.json").read_text())
+    del golden["counts"]  # rows are removed on purpose; the count check is tested above
+    (unzipped / "golden.json").write_text(json.dumps(golden, indent=2) + "\n")
+    path = unzipped / "patching_per_pair.jsonl"
+    kept = [t for t in path.read_text().splitlines(keepends=True)
+            if '"safety"' not in t or '"attn_L0"' in t]
+    path.write_text("".join(kept))
+    _fails(run_check, unzipped, 2, "patching_per_pair.jsonl: dimension 'safety' has 1 component ranked both ways")
+
+
+def test_output_is_deterministic(unzipped, run_check):
+    first, second = run_check(unzipped, "-I"), run_check(unzipped, "-I")
+    assert first.stdout == second.stdout and first.returncode == 0
