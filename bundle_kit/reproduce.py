@@ -299,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     folder = args[0] if args else HERE
     # A terminal that cannot show a character must not crash the check.
-    sys.stdout.reconfigure(errors="backslashreplace")
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="backslashreplace")
     try:
         lines, ok = check(folder)
     except FixtureError as exc:

@@ -210,3 +210,19 @@ def test_dimension_with_one_ranked_component(unzipped, run_check):
 def test_output_is_deterministic(unzipped, run_check):
     first, second = run_check(unzipped, "-I"), run_check(unzipped, "-I")
     assert first.stdout == second.stdout and first.returncode == 0
+
+
+@pytest.mark.parametrize("name", ["reproduce.py", "rankstats.py"])
+def test_kit_is_stdlib_only_python_3_10(name):
+    import ast
+    import sys
+    source = (Path(__file__).resolve().parents[2] / "bundle_kit" / name).read_text()
+    tree = ast.parse(source, feature_version=(3, 10))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            imported.add(node.module.split(".")[0])
+    allowed = set(sys.stdlib_module_names) | {"__future__", "rankstats"}
+    assert imported <= allowed, imported - allowed
