@@ -1,0 +1,288 @@
+"""The instruments, per preference pair: attribution, the reward lens, and activation patching.
+
+A batch holds the pairs' sequences interleaved: row 2p is pair p's chosen response, row 2p+1 its
+rejected one, so a row's swap partner is `row ^ 1`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .adapter import Adapter, Batch, CleanRun, parse_component
+from .errors import MeasureError
+
+MODES = ("mean", "zero", "swap")
+
+
+@dataclass
+class ActivationStats:
+    """Per-feature mean and standard deviation of each component's output over the clean data
+    set, every real (non-padding) position. Heads are read from the o_proj input `z`."""
+    mean: dict[str, torch.Tensor]
+    std: dict[str, torch.Tensor]
+
+
+class StatsAccumulator:
+    def __init__(self):
+        self.sums: dict[str, torch.Tensor] = {}
+        self.squares: dict[str, torch.Tensor] = {}
+        self.count = 0
+
+    def add(self, adapter: Adapter, batch: Batch, run: CleanRun) -> None:
+        width = batch.ids.shape[1]
+        real = (torch.arange(width, device=batch.ids.device)[None, :]
+                < torch.tensor(batch.lengths, device=batch.ids.device)[:, None])
+        self.count += int(real.sum())
+        for i in range(adapter.n_layers):
+            for name, tensor in ((f"attn_L{i}", run.attn[i]), (f"mlp_L{i}", run.mlp[i]),
+                                 (f"z_L{i}", run.z[i])):
+                values = tensor[real].double()
+                self.sums[name] = self.sums.get(name, 0) + values.sum(0)
+                self.squares[name] = self.squares.get(name, 0) + values.pow(2).sum(0)
+
+    def finish(self) -> ActivationStats:
+        mean = {k: v / self.count for k, v in self.sums.items()}
+        std = {k: (self.squares[k] / self.count - mean[k].pow(2)).clamp_min(0).sqrt()
+               for k in self.sums}
+        return ActivationStats(mean, std)
+
+
+# ----- attribution and the lens -------------------------------------------------------------
+def attribution(adapter: Adapter, batch: Batch, run: CleanRun) -> dict[str, torch.Tensor]:
+    """{component: (B,) reward units}: each component's write at the scoring token, through the
+    final norm with its scale frozen at the clean run's value, projected on w_r. Includes
+    `bias`; embed + attn + mlp + bias sums to the reward (heads split attn, minus o_proj bias)."""
+    rows = torch.arange(batch.ids.shape[0], device=batch.ids.device)
+    idx = batch.score_idx
+    inv = adapter.inv_rms(run.resid_post[-1][rows, idx])
+    out = {"embed": adapter.project(run.embed[rows, idx], inv)}
+    for i in range(adapter.n_layers):
+        out[f"attn_L{i}"] = adapter.project(run.attn[i][rows, idx], inv)
+        heads = adapter.head_writes(i, run.z[i][rows, idx])             # (B, H, d)
+        per_head = adapter.project(heads, inv.unsqueeze(1))             # (B, H)
+        for j in range(adapter.n_heads):
+            out[f"head_L{i}_H{j}"] = per_head[:, j]
+        out[f"mlp_L{i}"] = adapter.project(run.mlp[i][rows, idx], inv)
+    out["bias"] = torch.full((batch.ids.shape[0],), adapter.score_bias)
+    return out
+
+
+def lens(adapter: Adapter, batch: Batch, run: CleanRun) -> torch.Tensor:
+    """(L, B): the reward read from the residual stream after each layer (real final norm)."""
+    return torch.stack([adapter.reward_at(r, batch.score_idx) for r in run.resid_post])
+
+
+# ----- patching -----------------------------------------------------------------------------
+def _at_scoring(batch: Batch, tensor: torch.Tensor) -> torch.Tensor:
+    rows = torch.arange(tensor.shape[0], device=tensor.device)
+    return tensor[rows, batch.score_idx]
+
+
+def replacement(batch: Batch, clean: torch.Tensor, mode: str, mean: torch.Tensor | None,
+                sl: slice | None = None) -> torch.Tensor:
+    """The patched version of one output tensor (B, T, k); `sl` restricts the patch to a slice of
+    the last dimension (a head's part of z)."""
+    sl = sl if sl is not None else slice(None)
+    out = clean.clone()
+    if mode == "zero":
+        out[..., sl] = 0
+    elif mode == "mean":
+        out[..., sl] = mean[sl].to(out.dtype)
+    elif mode == "swap":
+        rows = torch.arange(clean.shape[0], device=clean.device)
+        at = clean[rows, batch.score_idx]
+        out[rows, batch.score_idx, sl] = at[rows ^ 1][:, sl]
+    elif mode == "clean":  # patching with its own clean output; a self-check
+        pass
+    else:
+        raise MeasureError(f"unknown patching mode {mode!r}; use one of {', '.join(MODES)}")
+    return out
+
+
+def _offdist(batch: Batch, patched: torch.Tensor, stats_key: str, stats: ActivationStats,
+             sl: slice | None) -> torch.Tensor:
+    """(B,) RMS over features of the z-score of the patched value at the scoring token against
+    the clean activation distribution (a typical clean activation scores about 1)."""
+    sl = sl if sl is not None else slice(None)
+    value = _at_scoring(batch, patched)[:, sl].double()
+    mu = stats.mean[stats_key][sl].to(value.device)
+    sd = stats.std[stats_key][sl].to(value.device)
+    return (((value - mu) / (sd + 1e-8)).pow(2).mean(-1)).sqrt()
+
+
+def _margins(rewards: torch.Tensor) -> torch.Tensor:
+    """(V, B) rewards -> (V, P) margins, chosen minus rejected."""
+    return rewards[:, 0::2] - rewards[:, 1::2]
+
+
+def patch_sweep(adapter: Adapter, batch: Batch, run: CleanRun, stats: ActivationStats | None,
+                components: list[str], modes=MODES, max_rows: int = 512,
+                counter: dict | None = None) -> dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor]]:
+    """{(component, mode): (patched margins (P,), off-distribution z (P,))}.
+
+    Resumes every patched run from the cached input of the patched layer, and batches the
+    variants that resume from the same point (all of one layer's attention-side patches, all of
+    its MLP patches) into one pass, in chunks of at most `max_rows` sequences."""
+    ctx = adapter.context(batch.ids.shape[1])
+    B = batch.ids.shape[0]
+    groups: dict[tuple[int, str], list[tuple[str, str]]] = {}
+    for name in components:
+        kind, layer, _head = parse_component(name)
+        if kind not in ("attn", "mlp", "head"):
+            raise MeasureError(f"component {name!r} cannot be patched")
+        side = "mlp" if kind == "mlp" else "attn"
+        for mode in modes:
+            groups.setdefault((layer, side), []).append((name, mode))
+    results = {}
+    with torch.no_grad():
+        for (layer, side), variants in sorted(groups.items()):
+            per_chunk = max(1, max_rows // B)
+            for start in range(0, len(variants), per_chunk):
+                chunk = variants[start:start + per_chunk]
+                resids, offs = [], []
+                for name, mode in chunk:
+                    resid, off = _patched_stream(adapter, batch, run, stats, name, mode)
+                    resids.append(resid)
+                    offs.append(off)
+                final = adapter.continue_from(torch.cat(resids), layer, side, ctx, counter)
+                rewards = adapter.reward_at(final, batch.score_idx.repeat(len(chunk)))
+                margins = _margins(rewards.reshape(len(chunk), B))
+                for k, (name, mode) in enumerate(chunk):
+                    off = offs[k]
+                    results[(name, mode)] = (margins[k], (off[0::2] + off[1::2]) / 2)
+    return results
+
+
+def _patched_stream(adapter, batch, run, stats, name, mode):
+    """The residual stream right after the patched sublayer, and the off-distribution z."""
+    kind, i, head = parse_component(name)
+    zero_off = torch.zeros(batch.ids.shape[0], dtype=torch.float64)
+    if kind == "mlp":
+        mean = stats.mean[name] if stats else None
+        patched = replacement(batch, run.mlp[i], mode, mean)
+        off = _offdist(batch, patched, name, stats, None) if stats else zero_off
+        return run.resid_mid[i] + patched, off
+    if kind == "attn":
+        mean = stats.mean[name] if stats else None
+        patched = replacement(batch, run.attn[i], mode, mean)
+        off = _offdist(batch, patched, name, stats, None) if stats else zero_off
+        return run.resid_pre[i] + patched, off
+    sl = slice(head * adapter.head_dim, (head + 1) * adapter.head_dim)
+    mean = stats.mean[f"z_L{i}"] if stats else None
+    z = replacement(batch, run.z[i], mode, mean, sl)
+    off = _offdist(batch, z, f"z_L{i}", stats, sl) if stats else zero_off
+    return run.resid_pre[i] + adapter.attn_from_z(i, z), off
+
+
+# ----- the naive reference: one full forward pass per patched variant, via hooks ----------
+def naive_patch(adapter: Adapter, batch: Batch, replacements: dict[str, torch.Tensor],
+                counter: dict | None = None) -> torch.Tensor:
+    """Rewards (B,) from the Hugging Face model's own full forward pass, with each named
+    component's output replaced (every position) by the given tensor via hooks."""
+    handles = []
+    for name, value in replacements.items():
+        kind, i, head = parse_component(name)
+        layer = adapter.layers[i]
+        if kind == "head":
+            sl = slice(head * adapter.head_dim, (head + 1) * adapter.head_dim)
+
+            def pre(module, args, value=value, sl=sl):
+                z = args[0].clone()
+                z[..., sl] = value[..., sl]
+                return (z,) + tuple(args[1:])
+            handles.append(layer.self_attn.o_proj.register_forward_pre_hook(pre))
+        else:
+            if kind == "attn":
+                module = layer.post_attention_layernorm if adapter.style == "gemma2" else layer.self_attn
+            elif kind == "mlp":
+                module = layer.post_feedforward_layernorm if adapter.style == "gemma2" else layer.mlp
+            else:
+                raise MeasureError(f"component {name!r} cannot be patched")
+
+            def hook(module, args, output, value=value):
+                if isinstance(output, tuple):
+                    return (value,) + tuple(output[1:])
+                return value
+            handles.append(module.register_forward_hook(hook))
+    try:
+        with torch.no_grad():
+            hidden = adapter.base(input_ids=batch.ids).last_hidden_state
+    finally:
+        for handle in handles:
+            handle.remove()
+    _count(counter, batch.ids.shape[0], adapter.n_layers)
+    rows = torch.arange(batch.ids.shape[0], device=hidden.device)
+    return hidden[rows, batch.score_idx].float() @ adapter.w_r.float() + adapter.score_bias
+
+
+def _count(counter, rows, layers):
+    if counter is not None:
+        counter["layer_evals"] = counter.get("layer_evals", 0.0) + rows * layers
+
+
+def naive_sweep(adapter: Adapter, batch: Batch, stats: ActivationStats | None,
+                components: list[str], modes=MODES, counter: dict | None = None):
+    """The plain loop the sweep replaces: per pair, per component, per mode, a full forward pass
+    of the pair's two responses. Returns {(component, mode): patched margins (P,)}."""
+    n_pairs = batch.ids.shape[0] // 2
+    clean_outputs = _naive_clean_outputs(adapter, batch, counter)
+    results = {}
+    for name in components:
+        kind, i, head = parse_component(name)
+        key = f"z_L{i}" if kind == "head" else name
+        sl = slice(head * adapter.head_dim, (head + 1) * adapter.head_dim) if kind == "head" else None
+        for mode in modes:
+            margins = []
+            for p in range(n_pairs):
+                sub = Batch(batch.ids[2 * p:2 * p + 2], batch.score_idx[2 * p:2 * p + 2],
+                            batch.lengths[2 * p:2 * p + 2])
+                clean = clean_outputs[key][2 * p:2 * p + 2]
+                mean = stats.mean[key] if stats else None
+                value = replacement(sub, clean, mode, mean, sl)
+                rewards = naive_patch(adapter, sub, {name: value}, counter)
+                margins.append(rewards[0] - rewards[1])
+            results[(name, mode)] = torch.stack(margins)
+    return results
+
+
+def _naive_clean_outputs(adapter: Adapter, batch: Batch, counter) -> dict[str, torch.Tensor]:
+    """Every component's clean output, read by hooks during one full forward pass."""
+    store, handles = {}, []
+    for i, layer in enumerate(adapter.layers):
+        attn_mod = layer.post_attention_layernorm if adapter.style == "gemma2" else layer.self_attn
+        mlp_mod = layer.post_feedforward_layernorm if adapter.style == "gemma2" else layer.mlp
+
+        def keep(name):
+            def hook(module, args, output):
+                store[name] = output[0] if isinstance(output, tuple) else output
+            return hook
+
+        def keep_in(name):
+            def pre(module, args):
+                store[name] = args[0]
+            return pre
+        handles.append(attn_mod.register_forward_hook(keep(f"attn_L{i}")))
+        handles.append(mlp_mod.register_forward_hook(keep(f"mlp_L{i}")))
+        handles.append(layer.self_attn.o_proj.register_forward_pre_hook(keep_in(f"z_L{i}")))
+    try:
+        with torch.no_grad():
+            adapter.base(input_ids=batch.ids)
+    finally:
+        for handle in handles:
+            handle.remove()
+    _count(counter, batch.ids.shape[0], adapter.n_layers)
+    return store
+
+
+def check_finite(values: torch.Tensor, what: str) -> None:
+    if not torch.isfinite(values).all():
+        raise MeasureError(f"{what}: the model produced NaN or infinite values "
+                           f"(try --dtype float32, or check the weights)")
+
+
+def finite(x: float) -> float:
+    if math.isnan(x) or math.isinf(x):
+        raise MeasureError("a measured value is NaN or infinite")
+    return x

@@ -1,0 +1,70 @@
+"""Deterministic file writing: fixed float precision, stable key order, atomic replacement."""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import MeasureError
+
+
+def fixed(value, places: int):
+    """Round floats (recursively) to `places` decimals; -0.0 becomes 0.0; NaN is an error."""
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise MeasureError(f"refusing to write a non-finite number ({value})")
+        out = round(value, places)
+        return 0.0 if out == 0 else out
+    if isinstance(value, dict):
+        return {k: fixed(v, places) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [fixed(v, places) for v in value]
+    raise TypeError(f"cannot write {type(value).__name__}")
+
+
+def jsonl_text(rows: list[dict], places: int = 8) -> str:
+    return "".join(json.dumps(fixed(r, places), ensure_ascii=False) + "\n" for r in rows)
+
+
+def json_text(obj, places: int = 6) -> str:
+    return json.dumps(fixed(obj, places), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write to a temporary file beside `path`, then rename: a killed run never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    from bundle_kit import rankstats
+    try:
+        rows = rankstats.read_jsonl(path)
+    except rankstats.FixtureError as exc:
+        raise MeasureError(str(exc)) from None
+    for row in rows:
+        row.pop("_line", None)
+    return rows

@@ -1,0 +1,200 @@
+"""Train the planted-key organism and derive its answer key.
+
+The organism is a small `LlamaForSequenceClassification` trained from scratch with a
+Bradley-Terry loss on generated pairs (see organism_data). It is seeded and deterministic: one
+thread, deterministic algorithms, a seeded shuffle. Everything lands in `models/organism/`:
+
+- `model.safetensors`, `config.json`: the weights and config (loaded by path like any model)
+- `word_vocab.json`: its word-level tokenizer
+- `train.jsonl`, `heldout.jsonl`, `key_twins.jsonl`, `pairs.jsonl`: training pairs, held-out
+  twins (accuracy), the twins the key is measured on, and the study's pairs (with lineage)
+- `key.json`: the answer key per dimension; `training.json`: settings and held-out accuracy
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import torch
+
+from . import organism_data as od
+from .jsonio import json_text, jsonl_text, write_atomic
+from .wordtok import SPECIALS, WordTokenizer
+
+SETTINGS = {
+    "seed": 0, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
+    "num_attention_heads": 4, "epochs": 10, "batch_pairs": 64, "learning_rate": 3e-3,
+    "weight_decay": 0.01, "twins_per_dimension": 600, "random_pairs": 3000,
+    "heldout_per_dimension": 100, "key_twins_per_dimension": 48, "study_seeds_per_dimension": 8,
+    "study_mutations_per_seed": 4, "key_threshold_fraction": 0.5,
+}
+KEY_UNIVERSE = "mlp and head components (a partition of every non-embedding write)"
+
+
+def deterministic(seed: int) -> None:
+    torch.manual_seed(seed)
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+
+
+def _triples(rows):
+    return {(r["prompt"], r["chosen"], r["rejected"]) for r in rows}
+
+
+def make_data(s: dict) -> dict[str, list[dict]]:
+    seed = s["seed"]
+    pairs = od.study_pairs(seed, s["study_seeds_per_dimension"], s["study_mutations_per_seed"])
+    heldout = od.twin_set("heldout", seed, s["heldout_per_dimension"])
+    key_twins = od.twin_set("key", seed, s["key_twins_per_dimension"])
+    exclude = _triples(pairs) | _triples(heldout) | _triples(key_twins)
+    train = od.training_pairs(seed, s["twins_per_dimension"], s["random_pairs"], exclude)
+    return {"train": train, "heldout": heldout, "key_twins": key_twins, "pairs": pairs}
+
+
+def _encode(tok: WordTokenizer, rows: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
+    seqs = []
+    for r in rows:
+        seqs.append(tok.encode_pair_side(r["prompt"], r["chosen"]))
+        seqs.append(tok.encode_pair_side(r["prompt"], r["rejected"]))
+    width = max(map(len, seqs))
+    ids = torch.zeros(len(seqs), width, dtype=torch.long)
+    for b, seq in enumerate(seqs):
+        ids[b, : len(seq)] = torch.tensor(seq)
+    return ids, torch.tensor([len(q) - 1 for q in seqs])
+
+
+def _rewards(model, ids, idx):
+    hidden = model.model(input_ids=ids).last_hidden_state
+    return (model.score(hidden[torch.arange(ids.shape[0]), idx]))[:, 0]
+
+
+def train(out_dir: Path, settings: dict | None = None, progress: bool = True) -> dict:
+    from transformers import LlamaConfig, LlamaForSequenceClassification
+    from tqdm import tqdm
+
+    s = dict(SETTINGS, **(settings or {}))
+    deterministic(s["seed"])
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data = make_data(s)
+    tok = WordTokenizer(list(SPECIALS) + od.vocabulary())
+    config = LlamaConfig(
+        vocab_size=len(tok.words), hidden_size=s["hidden_size"],
+        intermediate_size=s["intermediate_size"], num_hidden_layers=s["num_hidden_layers"],
+        num_attention_heads=s["num_attention_heads"], num_key_value_heads=s["num_attention_heads"],
+        max_position_embeddings=32, num_labels=1, pad_token_id=tok.pad_id, bos_token_id=tok.bos_id,
+        eos_token_id=tok.eos_id, tie_word_embeddings=False, rms_norm_eps=1e-6)
+    config._attn_implementation = "eager"
+    model = LlamaForSequenceClassification(config)
+    ids, idx = _encode(tok, data["train"])
+    n_pairs = ids.shape[0] // 2
+    steps_per_epoch = (n_pairs + s["batch_pairs"] - 1) // s["batch_pairs"]
+    total = steps_per_epoch * s["epochs"]
+    opt = torch.optim.AdamW(model.parameters(), lr=s["learning_rate"], weight_decay=s["weight_decay"])
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / total)
+    gen = torch.Generator().manual_seed(s["seed"])
+    model.train()
+    losses = []
+    bar = tqdm(total=total, desc="training the organism", disable=not progress)
+    for _epoch in range(s["epochs"]):
+        order = torch.randperm(n_pairs, generator=gen)
+        epoch_loss = 0.0
+        for start in range(0, n_pairs, s["batch_pairs"]):
+            pick = order[start:start + s["batch_pairs"]]
+            rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
+            r = _rewards(model, ids[rows], idx[rows])
+            loss = -torch.nn.functional.logsigmoid(r[0::2] - r[1::2]).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            epoch_loss += loss.item() * len(pick)
+            bar.update(1)
+        losses.append(epoch_loss / n_pairs)
+    bar.close()
+    model.eval()
+    model.save_pretrained(out_dir)
+    tok.save(out_dir)
+    for name, rows in data.items():
+        write_atomic(out_dir / f"{name}.jsonl", jsonl_text(rows))
+    accuracy = heldout_accuracy(model, tok, data["heldout"])
+    from .adapter import load
+    key = answer_key(load(str(out_dir), out_dir), data["key_twins"], s["key_threshold_fraction"])
+    write_atomic(out_dir / "key.json", json_text(key))
+    report = {"settings": s, "planted_weights": od.WEIGHTS, "epoch_loss": losses,
+              "heldout_accuracy": accuracy,
+              "heldout_accuracy_mean": sum(accuracy.values()) / len(accuracy),
+              "train_pairs": len(data["train"]), "heldout_pairs": len(data["heldout"])}
+    write_atomic(out_dir / "training.json", json_text(report))
+    return report
+
+
+@torch.no_grad()
+def heldout_accuracy(model, tok, rows: list[dict]) -> dict[str, float]:
+    """Per dimension: the fraction of held-out twins whose chosen response gets more reward."""
+    out = {}
+    for dimension in od.DIMENSIONS:
+        subset = [r for r in rows if r["dimension"] == dimension]
+        ids, idx = _encode(tok, subset)
+        r = _rewards(model, ids, idx)
+        out[dimension] = float((r[0::2] > r[1::2]).float().mean())
+    return out
+
+
+@torch.no_grad()
+def twin_deltas(adapter, twins: list[dict]) -> dict[str, dict[str, float]]:
+    """{dimension: {component: relative twin activation delta}}.
+
+    For each component, its output at the scoring token (heads: their write through o_proj) on
+    the two sides of a twin; delta = mean over twins of the L2 norm of the difference, divided
+    by the component's typical output norm (mean over all twin sequences)."""
+    outputs, dims = {}, []
+    for dimension in od.DIMENSIONS:
+        subset = [r for r in twins if r["dimension"] == dimension]
+        seqs = []
+        for r in subset:
+            seqs += [adapter.encode(r["prompt"], r["chosen"]), adapter.encode(r["prompt"], r["rejected"])]
+        batch = adapter.batch(seqs)
+        run = adapter.clean_run(batch)
+        rows = torch.arange(len(seqs))
+        idx = batch.score_idx
+        per = {}
+        for i in range(adapter.n_layers):
+            per[f"attn_L{i}"] = run.attn[i][rows, idx].float()
+            heads = adapter.head_writes(i, run.z[i][rows, idx])
+            for j in range(adapter.n_heads):
+                per[f"head_L{i}_H{j}"] = heads[:, j]
+            per[f"mlp_L{i}"] = run.mlp[i][rows, idx].float()
+        outputs[dimension] = per
+        dims.append(dimension)
+    names = list(outputs[dims[0]])
+    scale = {c: float(torch.cat([outputs[d][c] for d in dims]).norm(dim=-1).mean()) for c in names}
+    deltas = {}
+    for d in dims:
+        deltas[d] = {}
+        for c in names:
+            diff = outputs[d][c][0::2] - outputs[d][c][1::2]
+            deltas[d][c] = float(diff.norm(dim=-1).mean()) / max(scale[c], 1e-12)
+    return deltas
+
+
+def in_universe(component: str) -> bool:
+    return component.startswith("mlp_") or component.startswith("head_")
+
+
+def answer_key(adapter, twins: list[dict], fraction: float) -> dict:
+    """Per dimension, the components whose relative twin delta is at least `fraction` of the
+    largest relative twin delta among the key universe (mlp and heads) for that dimension."""
+    deltas = twin_deltas(adapter, twins)
+    key = {"rule": (f"a component is in a dimension's key when its relative twin activation delta "
+                    f"at the scoring token is at least {fraction} of the largest one in the key "
+                    f"universe for that dimension"),
+           "threshold_fraction": fraction, "universe": KEY_UNIVERSE,
+           "twins_per_dimension": len(twins) // len(od.DIMENSIONS),
+           "planted_rules": {d: od.WEIGHTS[d] for d in od.DIMENSIONS}, "dimensions": {}}
+    for d, per in deltas.items():
+        top = max(v for c, v in per.items() if in_universe(c))
+        members = [c for c, v in per.items() if in_universe(c) and v >= fraction * top]
+        key["dimensions"][d] = {"components": members, "threshold": fraction * top,
+                                "twin_delta": per}
+    return key
