@@ -226,3 +226,20 @@ def test_kit_is_stdlib_only_python_3_10(name):
             imported.add(node.module.split(".")[0])
     allowed = set(sys.stdlib_module_names) | {"__future__", "rankstats"}
     assert imported <= allowed, imported - allowed
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_larger_study_agrees_with_scipy(tmp_path, seed):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("study_maker", Path(__file__).with_name("study_maker.py"))
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)
+    maker.write_study(tmp_path, dimensions=("a", "b"), pairs_per_dimension=6, layers=16, seed=seed, tie=False)
+    attribution = rankstats.read_jsonl(tmp_path / "attribution_per_pair.jsonl")
+    patching = rankstats.read_jsonl(tmp_path / "patching_per_pair.jsonl")
+    rhos = rankstats.dimension_rhos(rankstats.component_scores(rankstats.join_rows(attribution, patching, "mean")))
+    for dimension, comps in _scores_by_hand(tmp_path, "mean").items():
+        names = sorted(comps)
+        assert len(names) == 32
+        rho = stats.spearmanr([comps[c][0] for c in names], [comps[c][1] for c in names]).statistic
+        assert rhos[dimension] == pytest.approx(rho, abs=1e-9)
