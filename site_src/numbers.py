@@ -37,7 +37,7 @@ class Number:
 
 def _words(text: str):
     for raw in _SPLIT.split(text):
-        word = raw.strip(_STRIP)
+        word = raw.lstrip("'‘’…").rstrip(_STRIP)
         if word and not any(ch.isalpha() for ch in word):
             yield word
 

@@ -1,0 +1,137 @@
+"""Whole builds of the fixture repository: pages, receipts, sources, navigation, determinism."""
+import re
+import shutil
+
+from generator_helpers import run, tree_digest, write_page
+
+
+def test_build_writes_pages_with_clean_urls(site):
+    assert run(site) == 0
+    public = site / "public"
+    for path in ["index.html", "explainer/index.html", "guides/second/index.html", "assets/site.css",
+                 "source/data/golden.json", "source/data/golden.json.html", "source/data/rows.jsonl",
+                 "source/bundles/demo/golden.json", "source/bundles/demo/golden.json.html", "sitemap.xml"]:
+        assert (public / path).is_file(), path
+    # fixtures are published byte for byte
+    assert (public / "source/data/golden.json").read_bytes() == (site / "data/golden.json").read_bytes()
+    # no leftovers of the staging directories
+    assert sorted(p.name for p in site.iterdir() if p.name.startswith(".public")) == []
+
+
+def test_receipt_markup(site):
+    run(site)
+    html = (site / "public/explainer/index.html").read_text()
+    match = re.search(r'<span class="ref"><a class="ref-value" href="([^"]+)" id="(ref-\d+)-v" '
+                      r'aria-describedby="(ref-\d+)" data-value="([^"]+)" data-source="([^"]+)">([^<]+)</a>'
+                      r'<span class="ref-tip" role="tooltip" id="(ref-\d+)">([^<]+)</span></span>', html)
+    assert match, "receipt element missing"
+    href, rid, described, raw, source, shown, tip_id, tip = match.groups()
+    assert href == "../source/data/golden.json.html#L5" and raw == "-0.170885" and source == "data/golden.json:5"
+    assert rid == described == tip_id and shown == "-0.170885"
+    assert tip == "Recorded at data/golden.json:5. Raw value: -0.170885"
+    # formatted values keep the raw value
+    assert 'data-value="-0.170885" data-source="data/golden.json:5">\u22120.17</a>' in html
+    assert "Computed from data/rows.jsonl: where dimension == safety | count margin &lt; 0" in html
+
+
+def test_tables_give_each_cell_its_own_line(site):
+    run(site)
+    html = (site / "public/explainer/index.html").read_text()
+    table = html[html.index('<table class="data"><caption>Rank correlation'):]
+    table = table[: table.index("</table>")]
+    assert re.findall(r'data-source="([^"]+)"', table) == [
+        "data/golden.json:5", "data/golden.json:11", "data/golden.json:12", "data/golden.json:13"]
+    assert '<th scope="row">helpfulness</th><td class="num">' in table and "\u22120.306" in table
+    grouped = html[html.index("<th scope=\"col\">mean margin</th>"):]
+    rows = re.findall(r'<th scope="row">(\w+)</th>', grouped[: grouped.index("</table>")])
+    assert rows == ["helpfulness", "safety"]  # sorted by the mean, descending
+
+
+def test_provenance_table_lists_every_value(site):
+    run(site)
+    html = (site / "public/explainer/index.html").read_text()
+    receipts = re.findall(r'id="(ref-\d+)-v"', html)
+    section = html[html.index('class="provenance"'):]
+    listed = re.findall(r'<a href="#(ref-\d+)-v">', section)
+    assert receipts == listed and len(listed) == 29
+    assert "Recorded at data/notes.md:3" in section
+
+
+def test_source_view_has_line_anchors(site):
+    run(site)
+    view = (site / "public/source/data/golden.json.html").read_text()
+    assert '<tr id="L5"><td class="ln"><a href="#L5">5</a></td><td class="code"><code>  &#34;mean_rho&#34;: -0.170885,</code></td></tr>' in view
+    assert view.count('<tr id="L') == len((site / "data/golden.json").read_text().splitlines())
+    assert 'href="../../assets/site.css"' in view
+    css = (site / "public/assets/site.css").read_text()
+    assert "tr:target" in css and ".ref:focus-within .ref-tip" in css and ".ref:hover .ref-tip" in css
+
+
+def test_math_becomes_mathml(site):
+    run(site)
+    html = (site / "public/explainer/index.html").read_text()
+    assert '<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">' in html
+    assert "<mtext>chosen</mtext>" in html
+    assert "<script" not in html
+
+
+def test_navigation_order_and_appended_pages(site):
+    run(site)
+    html = (site / "public/guides/second/index.html").read_text()
+    nav = html[html.index('<nav aria-label="Site">'): html.index("</nav>")]
+    assert re.findall(r'<a href="([^"]+)"', nav) == ["../../", "../../explainer/", "../../guides/second/"]
+    assert 'aria-current="page">A page missing from nav' in nav
+    home = (site / "public/index.html").read_text()
+    assert 'href="explainer/"' in home and "<h2 id=\"list-explainers\">Explainers</h2>" in home
+
+
+def test_all_links_are_relative(site):
+    run(site)
+    for path in (site / "public").rglob("*.html"):
+        html = path.read_text()
+        for url in re.findall(r'(?:href|src)="([^"]+)"', html):
+            assert not re.match(r"[a-z]+:|//|/", url), f"{path}: {url}"
+
+
+def test_html_basics(site):
+    run(site)
+    html = (site / "public/explainer/index.html").read_text()
+    assert html.startswith("<!DOCTYPE html>\n<html lang=\"en\">")
+    assert html.count("<h1>") == 1 and "<main id=\"main\">" in html
+    assert len(set(re.findall(r' id="([^"]+)"', html))) == len(re.findall(r' id="([^"]+)"', html))
+
+
+def test_two_builds_are_byte_identical(site, tmp_path):
+    run(site)
+    first = tree_digest(site / "public")
+    copy = tmp_path / "again"
+    shutil.copytree(site, copy, ignore=shutil.ignore_patterns("public"))
+    run(copy)
+    assert tree_digest(copy / "public") == first
+    run(site)
+    assert tree_digest(site / "public") == first
+
+
+def test_check_does_not_touch_public(site, capsys):
+    run(site)
+    before = tree_digest(site / "public")
+    write_page(site, "explainer.md", "Changed {{ data/golden.json:5 }}.\n",
+               "title: Changed\nsummary: Changed.\n")
+    assert run(site, "check") == 0
+    assert "check ok" in capsys.readouterr().out
+    assert tree_digest(site / "public") == before
+    assert run(site, "check", "--out", str(site / "elsewhere")) == 0
+    assert not (site / "elsewhere").exists()
+
+
+def test_build_replaces_public_on_success(site):
+    run(site)
+    (site / "public" / "stale.txt").write_text("from an older build")
+    assert run(site) == 0
+    assert not (site / "public" / "stale.txt").exists()
+
+
+def test_out_option(site, tmp_path):
+    out = tmp_path / "site-out"
+    assert run(site, "--out", str(out)) == 0
+    assert (out / "index.html").is_file() and not (site / "public").exists()
