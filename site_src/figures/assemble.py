@@ -26,6 +26,7 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
         for theme in THEMES:
             chart = parts.chart(PALETTES[theme])
             vl = chart.to_dict()
+            vl["datasets"] = {**vl.get("datasets", {}), **parts.datasets}
             vl["config"] = _merge(vega_config(PALETTES[theme]), vl.get("config", {}))
             vl["description"] = parts.alt
             specs[theme], svgs[theme] = render.compile_and_render(vl, ctx.cache_dir)

@@ -40,7 +40,7 @@ def build(spec: dict, ctx) -> FigureParts:
     size = int(opts.get("cell", 44))
 
     def chart(p: dict):
-        base = alt.Chart(alt.Data(values=cells)).encode(
+        base = alt.Chart(alt.NamedData(name="cells")).encode(
             x=alt.X("column:N", sort=cols_l, title=None, axis=alt.Axis(labelAngle=-40)),
             y=alt.Y("row:N", sort=rows_l, title=None))
         rect = base.mark_rect().encode(
@@ -58,4 +58,5 @@ def build(spec: dict, ctx) -> FigureParts:
     table = Table(["row", "column", title], [[c["row"], c["column"], format(c["value"], fmt)] for c in cells])
     alt_text = (f"Heatmap of {len(rows_l)} by {len(cols_l)} {title}s ({', '.join(rows_l[:6])}"
                 f"{', ...' if len(rows_l) > 6 else ''}); each cell is labelled with its value.")
-    return FigureParts(chart=chart, table=table, marks=len(cells), alt=alt_text, sources=[resolved])
+    return FigureParts(chart=chart, table=table, marks=len(cells), alt=alt_text, sources=[resolved],
+                       datasets={"cells": cells})

@@ -48,7 +48,7 @@ def build(spec: dict, ctx) -> FigureParts:
         color = (alt.value(p["accent"]) if single else alt.Color("dimension:N", title="dimension"))
         x = alt.X("depth:Q", title="depth (fraction of layers)", scale=alt.Scale(domain=[0, 1]))
         y = alt.Y("running_margin:Q", title="mean running margin")
-        line = alt.Chart(alt.Data(values=curve)).mark_line(strokeWidth=2).encode(
+        line = alt.Chart(alt.NamedData(name="curve")).mark_line(strokeWidth=2).encode(
             x=x, y=y, color=color, detail="dimension:N",
             tooltip=[alt.Tooltip("dimension:N"), alt.Tooltip("depth:Q", format=".3f"),
                      alt.Tooltip("running_margin:Q", title="running margin", format="+.4f")],
@@ -72,4 +72,5 @@ def build(spec: dict, ctx) -> FigureParts:
     summary = "; ".join(f"{m['dimension']} crystallizes at {m['depth']:.2f}" for m in marks[:6])
     alt_text = (f"Line chart of the mean running margin against depth for {len(marks)} dimension(s), "
                 f"with the crystallization depth marked: {summary}{'; ...' if len(marks) > 6 else ''}.")
-    return FigureParts(chart=chart, table=table, marks=len(marks), alt=alt_text, sources=sources)
+    return FigureParts(chart=chart, table=table, marks=len(marks), alt=alt_text, sources=sources,
+                       datasets={"curve": curve})

@@ -30,7 +30,7 @@ def build(spec: dict, ctx) -> FigureParts:
 
     def chart(p: dict):
         y = alt.Y("dimension:N", sort=dims, title=None)
-        ticks = alt.Chart(alt.Data(values=values)).mark_tick(color=p["accent"], thickness=2, opacity=0.75).encode(
+        ticks = alt.Chart(alt.NamedData(name="margins")).mark_tick(color=p["accent"], thickness=2, opacity=0.75).encode(
             x=alt.X("margin:Q", title=f"{field.replace('_', ' ')} r(chosen) − r(rejected)"), y=y,
             tooltip=[alt.Tooltip("dimension:N"), alt.Tooltip("pair_id:N", title="pair"),
                      alt.Tooltip("margin:Q", format="+.4f")],
@@ -45,4 +45,4 @@ def build(spec: dict, ctx) -> FigureParts:
     negative = sum(1 for v in values if v["margin"] < 0)
     alt_text = (f"Strip plot of {len(values)} pair margins across {len(dims)} dimension(s), one tick per pair, "
                 f"diamonds at each dimension's mean; {negative} margin(s) are negative.")
-    return FigureParts(chart=chart, table=table, marks=len(values), alt=alt_text)
+    return FigureParts(chart=chart, table=table, marks=len(values), alt=alt_text, datasets={"margins": values})

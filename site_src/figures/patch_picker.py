@@ -41,7 +41,7 @@ def build(spec: dict, ctx) -> FigureParts:
 
     def chart(p: dict):
         picked = alt.param(name="component", value=default)
-        base = alt.Chart(alt.Data(values=rows)).transform_filter("datum.component == component")
+        base = alt.Chart(alt.NamedData(name="pairs")).transform_filter("datum.component == component")
         x = alt.X("pair_id:N", sort=pairs, title="preference pair (sorted by clean margin)",
                   axis=alt.Axis(labels=len(pairs) <= 24, ticks=len(pairs) <= 24, labelAngle=-45))
         y_scale = alt.Scale(domain=[low - pad, high + pad], nice=False, zero=False)
@@ -71,4 +71,5 @@ def build(spec: dict, ctx) -> FigureParts:
                 f"pairs the clean margin and the margin with {default} patched, joined by a line. "
                 f"Another component can be chosen in the interactive view; the data table lists all {len(r.components)}.")
     return FigureParts(chart=chart, table=table, marks=2 * len(pairs), alt=alt_text,
-                       controls=[Control("component", "Component to patch", options_list, default)])
+                       controls=[Control("component", "Component to patch", options_list, default)],
+                       datasets={"pairs": rows})

@@ -32,7 +32,7 @@ def build(spec: dict, ctx) -> FigureParts:
 
     def chart(p: dict):
         dim = alt.param(name="dimension", value=dimension)
-        base = alt.Chart(alt.Data(values=rows)).transform_filter("datum.dimension == dimension")
+        base = alt.Chart(alt.NamedData(name="components")).transform_filter("datum.dimension == dimension")
         scale = alt.Scale(domain=[0, n_max + 1], nice=False)
         diagonal = alt.Chart(alt.Data(values=[{"r": 0}, {"r": n_max + 1}])).mark_line(
             color=p["reference"], strokeDash=[4, 4], strokeWidth=1
@@ -61,4 +61,5 @@ def build(spec: dict, ctx) -> FigureParts:
     alt_text = (f"Scatter plot of {shown} components, attribution rank against patch rank "
                 f"({mode} patching), dimension {dimension}; the dashed diagonal is where the two "
                 f"rankings agree. {len(ranked)} dimension(s) in the data table.")
-    return FigureParts(chart=chart, table=table, marks=shown, alt=alt_text, controls=controls)
+    return FigureParts(chart=chart, table=table, marks=shown, alt=alt_text, controls=controls,
+                       datasets={"components": rows})

@@ -44,7 +44,7 @@ def build(spec: dict, ctx) -> FigureParts:
             tooltip=[alt.Tooltip("series:N"), alt.Tooltip("dimension:N"), alt.Tooltip("rho:Q", format="+.3f")],
         ).properties(name="datamark_bars")
         zero = base.mark_rule(color=p["text"], strokeWidth=1).encode(x=alt.datum(0))
-        return alt.layer(bars, zero, data=alt.Data(values=rows)).properties(width=width).facet(
+        return alt.layer(bars, zero, data=alt.NamedData(name="rhos")).properties(width=width).facet(
             column=alt.Column("series:N", sort=labels, title=None, header=alt.Header(labelLimit=width))
         )
 
@@ -52,4 +52,5 @@ def build(spec: dict, ctx) -> FigureParts:
     neg = sum(1 for r in rows if r["rho"] < 0)
     alt_text = (f"Bar chart of Spearman rho per dimension for {len(labels)} series "
                 f"({'; '.join(labels)}): {len(rows)} bars, {neg} negative, {len(rows) - neg} zero or positive.")
-    return FigureParts(chart=chart, table=table, marks=len(rows), alt=alt_text, sources=sources)
+    return FigureParts(chart=chart, table=table, marks=len(rows), alt=alt_text, sources=sources,
+                       datasets={"rhos": rows})

@@ -64,3 +64,6 @@ class FigureParts:
     controls: list[Control] = field(default_factory=list)
     sources: list[Resolved] = field(default_factory=list)
     html: str = ""
+    # Large inline data goes here, referenced from the chart as alt.NamedData(name): Altair then
+    # validates a small spec instead of every row (the rows are added to `datasets` after).
+    datasets: dict[str, list] = field(default_factory=dict)
