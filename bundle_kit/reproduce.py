@@ -279,7 +279,8 @@ def check(folder: str) -> tuple[list[str], bool]:
     lines += [
         "",
         *_table([
-            ["largest disagreement with the fixture", f"{_amount(worst)}  ({label}, {where}; tolerance {tolerance:g})"],
+            ["largest disagreement with the fixture", f"{_amount(worst)}  (tolerance {tolerance:g})"],
+            ["  where", f"{label}, {where}"],
             ["within tolerance", "yes" if ok else "no"],
         ], right=set()),
     ]
