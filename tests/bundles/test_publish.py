@@ -144,3 +144,13 @@ def test_printed_hash_of_a_path_outside_the_site_is_refused(tiny, tmp_path):
     outside = html + f'<code data-sha256-for="/etc/hostname">{"0" * 64}</code>'
     with pytest.raises(bundles.PublishError, match="/etc/hostname, which the site does not serve"):
         bundles.verify_published(tmp_path, outside, tiny, page="p")
+
+
+def test_sha256sums_checks_with_sha256sum(tiny, tmp_path):
+    import shutil
+    import subprocess
+    if shutil.which("sha256sum") is None:
+        pytest.skip("needs sha256sum")
+    _publish(tmp_path, tiny, render(tiny))
+    done = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == "bundles/tiny.zip: OK\n"
