@@ -44,6 +44,7 @@ def write_atomic(path: Path, text: str | bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; bundle files are ordinary readable files
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -1,0 +1,77 @@
+"""Command line: `python -m measure train` (the organism) and `python -m measure run` (a study)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m measure", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    tr = sub.add_parser("train", help="train the planted-key organism into models/organism/")
+    tr.add_argument("--out", type=Path, default=None, help="output folder (default models/organism)")
+    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--epochs", type=int, default=None)
+
+    run = sub.add_parser("run", help="measure a reward model and write bundles/<study>/")
+    run.add_argument("--model", default="organism",
+                     help="'organism', a local model folder, or a hub id already in the local cache")
+    run.add_argument("--study", default="organism", help="study name: writes bundles/<study>/")
+    run.add_argument("--out", type=Path, default=None, help="bundle folder (default bundles/<study>)")
+    run.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
+    run.add_argument("--dtype", default="float32", help="float32, bfloat16 or float16")
+    run.add_argument("--dimensions", default=None, help="comma-separated subset of dimensions")
+    run.add_argument("--max-pairs", type=int, default=None, help="at most this many pairs per dimension")
+    run.add_argument("--pairs", type=Path, default=None,
+                     help="pairs JSONL (dimension, pair_id, seed_id, prompt, chosen, rejected); "
+                          "default models/organism/pairs.jsonl")
+    run.add_argument("--key", type=Path, default=None, help="answer key JSON (default: the organism's)")
+    run.add_argument("--objective", type=int, default=0, help="score head row (multi-objective heads)")
+    run.add_argument("--shard-size", type=int, default=8, help="pairs per resumable shard")
+    run.add_argument("--max-rows", type=int, default=512, help="sequences per patched batch")
+    run.add_argument("--threads", type=int, default=1, help="torch CPU threads (results depend on it)")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+
+    from .errors import MeasureError
+    try:
+        if args.command == "train":
+            from .organism import train
+            from .study import ORGANISM_DIR
+            settings = {"seed": args.seed}
+            if args.epochs:
+                settings["epochs"] = args.epochs
+            report = train(args.out or ORGANISM_DIR, settings)
+            acc = report["heldout_accuracy"]
+            print("held-out accuracy: " + ", ".join(f"{d} {v:.3f}" for d, v in acc.items())
+                  + f"; mean {report['heldout_accuracy_mean']:.3f}")
+            return 0
+        from .study import run_study
+        result = run_study(
+            model=args.model, study=args.study, out=args.out, device=args.device, dtype=args.dtype,
+            dimensions=args.dimensions.split(",") if args.dimensions else None,
+            max_pairs=args.max_pairs, pairs_file=args.pairs, key_file=args.key,
+            objective=args.objective, shard_size=args.shard_size, max_rows=args.max_rows,
+            threads=args.threads, seed=args.seed, progress=not args.no_progress)
+        g = result["golden"]
+        print(f"wrote {result['out']} ({result['computed']} shards computed, "
+              f"{result['resumed']} resumed) in {result['manifest']['wall_time_s']:.1f} s")
+        print(f"mean rho {g['mean_rho']}; per dimension {g['per_dimension_rho']}")
+        if g["key_recovery"]:
+            o = g["key_recovery"]["overall"]
+            print(f"key recovery AUC: attribution {o['attribution_auc']:.3f} {o['attribution_ci']}, "
+                  f"patching {o['patching_auc']:.3f} {o['patching_ci']}")
+        return 0
+    except MeasureError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

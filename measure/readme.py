@@ -1,0 +1,130 @@
+"""The bundle's own README.md, generated: what every file and every field means."""
+from __future__ import annotations
+
+ROW_FIELDS = """\
+- `model`: the model id (`organism`, a local path or a hub id).
+- `dimension`: the preference dimension the pair probes.
+- `pair_id`: the pair; `seed_id`: the seed pair it was mutated from (rows sharing a `seed_id`
+  are not independent: `n_effective` counts seeds, and bootstrap intervals resample seeds).
+"""
+
+
+def bundle_readme(study: str, golden: dict, has_key: bool) -> str:
+    counts = golden["counts"]
+    key_files = ""
+    if has_key:
+        key_files = """
+## `key.json` — the organism's answer key
+
+- `rule`, `threshold_fraction`: how membership is decided. For each component, its output at
+  the scoring token is compared between the two sides of twin inputs that differ only in the
+  dimension's feature; the relative twin delta is the mean L2 norm of that difference divided by
+  the component's typical output norm. A component is in the key when its delta is at least
+  `threshold_fraction` of the largest delta in the key universe for that dimension.
+- `universe`: the components scored against the key (MLP blocks and attention heads, which
+  together partition every write to the residual stream but the embedding).
+- `twins_per_dimension`: how many twins the deltas average over (separate from the study pairs).
+- `planted_rules`: the planted reward of each dimension's feature (per word for `length`).
+- `dimensions.<d>.components`: the key; `threshold`: the delta cut; `twin_delta`: every
+  component's relative twin delta (attn blocks included for reference).
+"""
+    return f"""# Study bundle: {study}
+
+Written by the measurement stage (`python -m measure run --study {study}`); do not edit by hand.
+Every file except `manifest.json` is byte-identical when the run is repeated with the same seed
+(the manifest records the wall time and the git commit, which change from run to run).
+Floats are rounded to 8 decimals in JSONL files and 6 in `golden.json`; keys keep a fixed order.
+
+Definitions: the margin of a pair is `r(chosen) - r(rejected)`, read at the scoring token (the
+last token of each response). `w_r` is the score head's row (objective
+{golden['identity']['objective']}).
+
+## `pairs.jsonl` — the preference pairs, readable
+
+{ROW_FIELDS}- `prompt`, `chosen`, `rejected`: the texts; the model prefers `chosen` when the margin is positive.
+
+## `attribution_per_pair.jsonl` — component attribution (observational)
+
+One row per (pair, component), components in model order: `embed`, then per layer `attn_L{{i}}`
+and `mlp_L{{i}}`, then `bias`. {counts['attribution_rows']} rows.
+
+{ROW_FIELDS}- `component`, `kind` (`embed | attn | mlp | bias`), `layer` (`-1` for embed and bias).
+- `attr_chosen`, `attr_rejected`: the component's write to the residual stream at the scoring
+  token, through the final norm with its scale frozen at the clean run's value, projected on
+  `w_r`, for each response. `attribution` = `attr_chosen - attr_rejected`.
+- `margin`: the clean margin. Over embed, attn, mlp and bias the attributions sum back to the
+  margin; the largest gap over pairs is `golden.json` `attribution_sum_gap`.
+
+## `heads_attribution_per_pair.jsonl` — the same, per attention head
+
+Same fields, `kind` = `head`, component `head_L{{i}}_H{{j}}`: the head's slice of the o_proj
+input through its o_proj columns. The heads of a layer sum to its `attn` row (less any o_proj
+bias). Kept in its own file so the rank comparison over attn and mlp stays as defined.
+{counts['heads_attribution_rows']} rows.
+
+## `patching_per_pair.jsonl` — activation patching (causal)
+
+One row per (pair, component, mode) for every `attn_L{{i}}` and `mlp_L{{i}}`. {counts['patching_rows']} rows.
+
+{ROW_FIELDS}- `component`, `kind`, `layer`: as above.
+- `mode`: `mean` (the component's output replaced at every position by its mean output over
+  the clean data set, every real position of every response), `zero` (replaced by zero at every
+  position), `swap` (at the scoring token only, replaced by its output on the other response of
+  the pair). Both responses are re-run with the patch.
+- `clean_margin`, `patched_margin`; `effect` = `patched_margin - clean_margin`;
+  `moves_pct` = `100 * |effect| / |clean_margin|` (null if the clean margin is exactly 0).
+- `offdist_z`: how far the patched activation sits from the clean activation distribution: the
+  root mean square over features of the per-feature z-score of the patched value at the scoring
+  token (mean and spread from the clean data set), averaged over the two responses. A typical
+  clean activation scores about 1; `mean` mode scores 0 by construction.
+
+## `heads_patching_per_pair.jsonl` — the same, per attention head
+
+Same fields; a head is patched on its slice of the o_proj input. {counts['heads_patching_rows']} rows.
+
+## `lens_per_pair.jsonl` — the reward lens (observational)
+
+One row per (pair, layer). {ROW_FIELDS}- `layer`, `depth` = `(layer + 1) / L`.
+- `running_margin`: the residual stream after that layer, through the real final norm, projected
+  on `w_r`, chosen minus rejected. The last layer's value is the margin.
+{key_files}
+## `golden.json` — the summary pages quote, computed from the rows above as written
+
+- `study`, `model`; `rank_mode`: the patching mode the rankings use; `components_compared`,
+  `kinds_compared`: the components ranked both ways; `tolerance`: how far `reproduce.py` may
+  differ from the published rhos.
+- `counts`: pairs, pairs per dimension, `n_effective` (distinct seeds), dimensions, components
+  attributed / patched / ranked both ways, heads patched, and the row count of every file.
+- `mean_rho`, `per_dimension_rho`: Spearman rho (Pearson correlation of average ranks) between
+  the attribution ranking (mean signed attribution over pairs, rank 1 = largest) and the patch
+  ranking (mean `|effect| / |clean margin|` over pairs, rank 1 = largest), per dimension, over
+  `kinds_compared`; the mean over dimensions. `rho_by_mode`: the same for each patching mode.
+- `identity`: the model id, weights sha256, data sha256 (of `pairs.jsonl`), seed, dtype, device
+  type and score objective: what makes the numbers.
+- `per_dimension_n`: `n` (pairs) and `n_effective` (distinct seeds) per dimension.
+- `top_components`: per dimension, the top three attn/mlp components by attribution rank and by
+  patch rank, and the top three heads of each.
+- `clean_accuracy`: per dimension, the fraction of pairs with a positive margin.
+- `crystallization`: the depth (fraction of layers) at which the running margin first reaches half
+  the final margin, mean over pairs, overall and per dimension.
+- `key_recovery` (null without a key): ROC AUC of the attribution ranking and of the patching
+  ranking (`rank_mode`) against the key, over the key universe; chance is 0.5. `*_ci`: seed-level
+  bootstrap intervals; `gap_patching_minus_attribution` and `gap_ci`: their difference; `n`,
+  `n_effective`, `key_size` per dimension; `overall` averages the dimensions' AUCs.
+- `attribution_sum_gap`: the largest |sum of attributions - margin| over pairs.
+- `organism_heldout_accuracy` (organism only): the trained organism's accuracy on held-out twins.
+
+## `manifest.json` — the run
+
+Model id, weights sha256 and how it was taken, the model config, seeds, data file and sha256,
+package versions, device, dtype, threads, shard layout and how many shards a resumed run reused,
+the run fingerprint, git commit (and whether the tree was dirty), wall time and command line.
+
+## Added by the site build to the zip
+
+- `rankstats.py`: the one implementation of the rank statistics (average ranks, Spearman, the
+  join, component scores, ROC AUC, seed bootstrap, crystallization depth), standard library only.
+- `reproduce.py`: recomputes the per-dimension and mean rhos from the JSONL files with
+  `rankstats.py` and checks them against `golden.json` within `tolerance`. Run
+  `python reproduce.py` in the unzipped folder; no third-party packages needed.
+"""

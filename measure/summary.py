@@ -1,0 +1,196 @@
+"""golden.json: the study's summary, computed by bundle_kit.rankstats from the rows as written."""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from bundle_kit import rankstats
+
+RANK_MODE = "mean"
+KINDS_COMPARED = ["attn", "mlp"]
+TOP = 3
+BOOTSTRAP = {"resamples": 1000, "seed": 0, "level": 0.95}
+
+
+def _nan_to_none(x):
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def _scores(attr_rows, patch_rows, mode):
+    return rankstats.component_scores(rankstats.join_rows(attr_rows, patch_rows, mode))
+
+
+def _top(scores: dict[str, tuple[float, float]], which: int) -> list[str]:
+    ranks = rankstats.rankings(scores)
+    return [c for c in sorted(ranks, key=lambda c: (ranks[c][which], c))][:TOP]
+
+
+def lineage(rows: list[dict]) -> dict[str, dict[str, int]]:
+    pairs, seeds = defaultdict(set), defaultdict(set)
+    for r in rows:
+        pairs[r["dimension"]].add(r["pair_id"])
+        seeds[r["dimension"]].add(r["seed_id"])
+    return {d: {"n": len(pairs[d]), "n_effective": len(seeds[d])} for d in sorted(pairs)}
+
+
+def crystallization(lens_rows: list[dict]) -> dict:
+    by_pair = defaultdict(list)
+    for r in lens_rows:
+        by_pair[(r["dimension"], r["pair_id"])].append((r["layer"], r["running_margin"]))
+    depths = defaultdict(list)
+    for (dimension, _pair), values in by_pair.items():
+        values.sort()
+        depths[dimension].append(rankstats.crystallization_depth([v for _, v in values]))
+    every = [d for values in depths.values() for d in values]
+    return {"definition": "first layer l where m_l >= m_L / 2, as a fraction of depth; mean over pairs",
+            "mean_depth": rankstats.mean(every),
+            "per_dimension": {d: rankstats.mean(v) for d, v in sorted(depths.items())}}
+
+
+class _KeyRecovery:
+    """AUC of a ranking against the planted key, with seed-level bootstrap intervals."""
+
+    def __init__(self, attr_rows, patch_rows, key: dict, mode: str):
+        self.key = {d: set(v["components"]) for d, v in key["dimensions"].items()}
+        joined = rankstats.join_rows(attr_rows, patch_rows, mode)
+        self.by_seed = defaultdict(list)
+        for (dimension, pair, component), both in sorted(joined.items()):
+            self.by_seed[both[0]["seed_id"]].append(((dimension, pair, component), both))
+        self.seed_dimension = {s: items[0][0][0] for s, items in self.by_seed.items()}
+        self.cache: dict[tuple, dict] = {}
+
+    def aucs(self, seeds: list[str]) -> dict[str, dict[str, float]]:
+        """{dimension: {"attribution": auc, "patching": auc}} over the (resampled) seeds."""
+        token = tuple(seeds)
+        if token not in self.cache:
+            joined = {}
+            for k, seed in enumerate(seeds):  # a seed drawn twice counts twice
+                for (dimension, pair, component), both in self.by_seed[seed]:
+                    joined[(dimension, f"{pair}#{k}", component)] = both
+            out = {}
+            for dimension, comps in rankstats.component_scores(joined).items():
+                names = list(comps)
+                positive = [c in self.key.get(dimension, ()) for c in names]
+                out[dimension] = {
+                    "attribution": rankstats.roc_auc([comps[c][0] for c in names], positive),
+                    "patching": rankstats.roc_auc([comps[c][1] for c in names], positive)}
+            self.cache[token] = out
+        return self.cache[token]
+
+    def summary(self) -> dict:
+        dims = sorted(set(self.seed_dimension.values()))
+        every = sorted(self.by_seed)
+
+        def stat(dimension, which):
+            def f(seeds):
+                got = self.aucs(seeds)
+                if dimension is None:
+                    values = [_value(got.get(d), which) for d in dims]
+                    values = [v for v in values if not math.isnan(v)]
+                    return rankstats.mean(values) if values else math.nan
+                return _value(got.get(dimension), which)
+            return f
+
+        def block(dimension, seeds):
+            full = self.aucs(seeds)
+            if dimension is None:
+                a = rankstats.mean([full[d]["attribution"] for d in dims])
+                p = rankstats.mean([full[d]["patching"] for d in dims])
+            else:
+                a, p = full[dimension]["attribution"], full[dimension]["patching"]
+            return {"attribution_auc": a,
+                   "attribution_ci": list(rankstats.seed_bootstrap(seeds, stat(dimension, "attribution"), **BOOTSTRAP)),
+                   "patching_auc": p,
+                   "patching_ci": list(rankstats.seed_bootstrap(seeds, stat(dimension, "patching"), **BOOTSTRAP)),
+                   "gap_patching_minus_attribution": p - a,
+                   "gap_ci": list(rankstats.seed_bootstrap(seeds, stat(dimension, "gap"), **BOOTSTRAP))}
+
+        per_dimension = {}
+        for d in dims:
+            seeds = [s for s in every if self.seed_dimension[s] == d]
+            n = len({pair for items in (self.by_seed[s] for s in seeds) for (_d, pair, _c), _ in items})
+            per_dimension[d] = dict(block(d, seeds), n=n, n_effective=len(seeds),
+                                    key_size=len(self.key.get(d, ())))
+        overall = dict(block(None, every),
+                       n=sum(v["n"] for v in per_dimension.values()), n_effective=len(every))
+        return {"overall": overall, "per_dimension": per_dimension}
+
+
+def _value(entry, which):
+    if entry is None:
+        return math.nan
+    if which == "gap":
+        return entry["patching"] - entry["attribution"]
+    return entry[which]
+
+
+def key_recovery(attr_rows, patch_rows, key: dict, mode: str = RANK_MODE) -> dict:
+    universe_attr = [r for r in attr_rows if r["kind"] in ("mlp", "head")]
+    universe_patch = [r for r in patch_rows if r["kind"] in ("mlp", "head")]
+    result = _KeyRecovery(universe_attr, universe_patch, key, mode).summary()
+    return {"universe": key["universe"], "rank_mode": mode, "chance": 0.5,
+            "interval": f"{int(BOOTSTRAP['level'] * 100)}% percentile, {BOOTSTRAP['resamples']} "
+                        f"resamples of seeds (rankstats.seed_bootstrap, seed {BOOTSTRAP['seed']})",
+            **result}
+
+
+def golden(study: str, model_id: str, identity: dict, files: dict[str, list[dict]],
+           key: dict | None, tolerance: float, extra: dict) -> dict:
+    attr, patch = files["attribution"], files["patching"]
+    scores = _scores(attr, patch, RANK_MODE)
+    rhos = rankstats.dimension_rhos(scores)
+    per_dim = lineage(attr)
+    pairs_per_dim = sorted({v["n"] for v in per_dim.values()})
+    patched = sorted({r["component"] for r in patch})
+    compared = sorted({c for comps in scores.values() for c in comps})
+    out = {
+        "study": study,
+        "model": model_id,
+        "rank_mode": RANK_MODE,
+        "components_compared": "attn and mlp components (embed is attributed, not patched)",
+        "tolerance": tolerance,
+        "counts": {
+            "pairs": sum(v["n"] for v in per_dim.values()),
+            "pairs_per_dimension": pairs_per_dim[0] if len(pairs_per_dim) == 1 else
+            {d: v["n"] for d, v in per_dim.items()},
+            "n_effective": sum(v["n_effective"] for v in per_dim.values()),
+            "dimensions": len(per_dim),
+            "components_attributed": len({r["component"] for r in attr if r["kind"] != "bias"}),
+            "components_patched": len(patched),
+            "components_ranked_both": len(compared),
+            "heads_patched": len({r["component"] for r in files["patching_heads"]}),
+            "attribution_rows": len(attr),
+            "patching_rows": len(patch),
+            "heads_attribution_rows": len(files["attribution_heads"]),
+            "heads_patching_rows": len(files["patching_heads"]),
+            "lens_rows": len(files["lens"]),
+        },
+        "mean_rho": _nan_to_none(rankstats.mean(rhos.values())),
+        "per_dimension_rho": {d: _nan_to_none(v) for d, v in rhos.items()},
+        "kinds_compared": KINDS_COMPARED,
+        "identity": identity,
+        "per_dimension_n": per_dim,
+    }
+    by_mode = {}
+    for mode in ("mean", "zero", "swap"):
+        mode_rhos = rankstats.dimension_rhos(_scores(attr, patch, mode))
+        by_mode[mode] = {"mean_rho": _nan_to_none(rankstats.mean(mode_rhos.values())),
+                         "per_dimension_rho": {d: _nan_to_none(v) for d, v in mode_rhos.items()}}
+    out["rho_by_mode"] = by_mode
+    heads = _scores(files["attribution_heads"], files["patching_heads"], RANK_MODE)
+    out["top_components"] = {
+        d: {"attribution": _top(scores[d], 0), "patching": _top(scores[d], 1),
+            "heads_attribution": _top(heads[d], 0), "heads_patching": _top(heads[d], 1)}
+        for d in scores}
+    margins = {}
+    for r in attr:
+        margins[(r["dimension"], r["pair_id"])] = r["margin"]
+    out["clean_accuracy"] = {
+        d: sum(1 for (dd, _p), m in margins.items() if dd == d and m > 0) / per_dim[d]["n"]
+        for d in per_dim}
+    out["crystallization"] = crystallization(files["lens"])
+    out["key_recovery"] = (key_recovery(attr + files["attribution_heads"],
+                                        patch + files["patching_heads"], key)
+                           if key is not None else None)
+    out.update(extra)
+    return out

@@ -1,0 +1,78 @@
+"""The adapter: the component list, its forward pass against Hugging Face's, and clear errors."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from measure.adapter import load, parse_component
+from measure.errors import MeasureError
+
+from pathlib import Path
+
+ORGANISM = Path(__file__).resolve().parents[2] / "models" / "organism"
+
+
+def test_lists_components_in_model_order(adapter):
+    comps = adapter.components()
+    assert comps[0] == "embed"
+    assert comps[1:7] == ["attn_L0", "head_L0_H0", "head_L0_H1", "head_L0_H2", "head_L0_H3", "mlp_L0"]
+    assert comps[-1] == "mlp_L1"
+    assert len(comps) == 1 + 2 * (2 + 4)
+    assert adapter.components(heads=False) == ["embed", "attn_L0", "mlp_L0", "attn_L1", "mlp_L1"]
+    assert parse_component("head_L1_H3") == ("head", 1, 3)
+
+
+def test_reward_direction_is_the_score_row(adapter):
+    assert torch.equal(adapter.w_r, adapter.model.score.weight[0])
+
+
+def test_layer_by_layer_forward_matches_hugging_face(adapter, pair_batch):
+    _pairs, batch, run = pair_batch
+    with torch.no_grad():
+        logits = adapter.model(input_ids=batch.ids).logits[:, 0]
+    assert torch.allclose(run.reward, logits, atol=1e-5)
+
+
+def test_heads_sum_to_their_attention_output(adapter, pair_batch):
+    _pairs, batch, run = pair_batch
+    rows = torch.arange(batch.ids.shape[0])
+    writes = adapter.head_writes(1, run.z[1][rows, batch.score_idx]).sum(1)
+    assert torch.allclose(writes, run.attn[1][rows, batch.score_idx], atol=1e-5)
+
+
+def test_unknown_model_is_a_clear_error(tmp_path):
+    with pytest.raises(MeasureError, match="not in the local Hugging Face cache"):
+        load("no-such-org/no-such-model", ORGANISM)
+
+
+def test_unknown_architecture_is_a_clear_error(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    with pytest.raises(MeasureError, match="architecture 'bert' is not supported"):
+        load(str(tmp_path), ORGANISM)
+
+
+def test_folder_without_config(tmp_path):
+    with pytest.raises(MeasureError, match="config.json: missing"):
+        load(str(tmp_path), ORGANISM)
+
+
+@pytest.mark.parametrize("device,dtype,message", [
+    ("cpu", "int3", "unknown"),
+    ("cuda", "float32", "CUDA is not available"),
+    ("nonsense", "float32", "not a torch device"),
+])
+def test_device_and_dtype_errors(tiny_dir, device, dtype, message):
+    if device == "cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(MeasureError, match=message):
+        load(str(tiny_dir), ORGANISM, device=device, dtype=dtype)
+
+
+def test_nan_output_is_a_clear_error(tmp_path, tiny_pairs, tiny_factory):
+    from measure.study import run_study
+    folder = tiny_factory(tmp_path / "nan_model", nan=True)
+    with pytest.raises(MeasureError, match="NaN"):
+        run_study(model=str(folder), study="nan", out=tmp_path / "out", pairs_file=tiny_pairs,
+                  runs_dir=tmp_path / "runs", progress=False, max_pairs=2)

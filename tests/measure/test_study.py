@@ -1,0 +1,118 @@
+"""A whole study on the tiny model: bundle files, resuming, byte-identical re-runs, statistics."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from scipy import stats as scipy_stats
+
+from bundle_kit import rankstats
+from measure.__main__ import main
+from measure.jsonio import read_jsonl
+from measure.study import FILES, Interrupted, run_study
+
+BUNDLE_FILES = sorted(list(FILES.values()) + ["pairs.jsonl", "golden.json", "README.md", "key.json"])
+
+
+@pytest.fixture(scope="module")
+def key_file(tmp_path_factory):
+    """A made-up key for the tiny random model, to run key recovery end to end."""
+    key = {"universe": "mlp and head components", "dimensions": {
+        "politeness": {"components": ["mlp_L1", "head_L0_H2"]},
+        "topic": {"components": ["head_L1_H0", "mlp_L0"]}}}
+    path = tmp_path_factory.mktemp("key") / "key.json"
+    path.write_text(json.dumps(key), encoding="utf-8")
+    return path
+
+
+def _run(tiny_dir, tiny_pairs, key_file, out, runs, **kw):
+    return run_study(model=str(tiny_dir), study="tiny", out=out, pairs_file=tiny_pairs,
+                     key_file=key_file, runs_dir=runs, shard_size=4, progress=False, **kw)
+
+
+@pytest.fixture(scope="module")
+def first(tiny_dir, tiny_pairs, key_file, tmp_path_factory):
+    root = tmp_path_factory.mktemp("first")
+    return _run(tiny_dir, tiny_pairs, key_file, root / "bundle", root / "runs")
+
+
+def test_bundle_has_every_file(first):
+    out = first["out"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(BUNDLE_FILES + ["manifest.json"])
+    golden = json.loads((out / "golden.json").read_text())
+    assert golden["counts"]["pairs"] == 12
+    assert golden["counts"]["patching_rows"] == 12 * 4 * 3
+    assert golden["counts"]["heads_patching_rows"] == 12 * 8 * 3
+    assert list(golden)[:8] == ["study", "model", "rank_mode", "components_compared", "tolerance",
+                                "counts", "mean_rho", "per_dimension_rho"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    for field in ("weights_sha256", "data_sha256", "packages", "device", "dtype", "git", "wall_time_s"):
+        assert field in manifest
+
+
+def test_floats_are_fixed_precision(first):
+    for line in (first["out"] / "patching_per_pair.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        for value in (row["effect"], row["clean_margin"], row["offdist_z"]):
+            assert value == round(value, 8)
+
+
+def test_golden_rhos_come_from_the_rows_as_written(first):
+    out = first["out"]
+    attr = read_jsonl(out / "attribution_per_pair.jsonl")
+    patch = read_jsonl(out / "patching_per_pair.jsonl")
+    scores = rankstats.component_scores(rankstats.join_rows(attr, patch, "mean"))
+    golden = json.loads((out / "golden.json").read_text())
+    for dimension, comps in scores.items():
+        names = list(comps)
+        x = [comps[c][0] for c in names]
+        y = [comps[c][1] for c in names]
+        ours = rankstats.spearman(x, y)
+        # rankstats ranks descending, scipy ascending: Spearman rho is the same either way
+        assert ours == pytest.approx(scipy_stats.spearmanr(x, y).statistic, abs=1e-12)
+        assert golden["per_dimension_rho"][dimension] == pytest.approx(ours, abs=1e-6)
+        assert len(names) == 4  # attn and mlp of two layers; heads stay in their own files
+
+
+def test_key_recovery_is_reported(first):
+    kr = json.loads((first["out"] / "golden.json").read_text())["key_recovery"]
+    for block in [kr["overall"], *kr["per_dimension"].values()]:
+        for name in ("attribution", "patching"):
+            low, high = block[f"{name}_ci"]
+            assert 0 <= low <= high <= 1
+            assert 0 <= block[f"{name}_auc"] <= 1
+        assert block["n_effective"] <= block["n"]
+    assert kr["per_dimension"]["topic"]["n_effective"] == 3
+
+
+def test_a_killed_run_resumes_and_matches_byte_for_byte(first, tiny_dir, tiny_pairs, key_file, tmp_path):
+    out, runs = tmp_path / "bundle", tmp_path / "runs"
+    with pytest.raises(Interrupted):
+        _run(tiny_dir, tiny_pairs, key_file, out, runs, stop_after_shards=1)
+    shards = sorted(runs.rglob("shard_*.json"))
+    assert len(shards) == 1
+    resumed = _run(tiny_dir, tiny_pairs, key_file, out, runs)
+    assert resumed["resumed"] == 1 and resumed["computed"] == 2
+    for name in BUNDLE_FILES:
+        assert (out / name).read_bytes() == (first["out"] / name).read_bytes(), name
+
+
+def test_two_runs_with_the_same_seed_give_identical_bytes(first, tiny_dir, tiny_pairs, key_file, tmp_path):
+    again = _run(tiny_dir, tiny_pairs, key_file, tmp_path / "bundle", tmp_path / "runs")
+    assert again["resumed"] == 0
+    for name in BUNDLE_FILES:
+        assert (again["out"] / name).read_bytes() == (first["out"] / name).read_bytes(), name
+
+
+def test_cli_reports_errors_clearly(capsys, tmp_path):
+    assert main(["run", "--model", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
+                 "--no-progress"]) == 2
+    assert "not 'organism', not a local folder" in capsys.readouterr().err
+
+
+def test_cli_rejects_unknown_dimensions(capsys, tiny_dir, tiny_pairs, tmp_path):
+    code = main(["run", "--model", str(tiny_dir), "--pairs", str(tiny_pairs), "--dimensions",
+                 "politeness,nonsense", "--out", str(tmp_path / "o"), "--no-progress"])
+    assert code == 2
+    assert "nonsense not in" in capsys.readouterr().err
