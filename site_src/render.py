@@ -124,7 +124,9 @@ class PageRenderer:
                 kind = token.info.strip()
                 token.meta["html"] = (self.table_block if kind == "table" else self.figure_block)(token.content, line)
             elif token.type in ("math_block", "math_block_label"):
-                token.meta["html"] = self.math(token.content, True, line)
+                # a wide equation scrolls inside its own box, which keyboards must reach
+                token.meta["html"] = Markup('<div class="math-block" tabindex="0">{}</div>\n').format(
+                    self.math(token.content, True, line))
             elif token.type == "html_block":
                 check_prose(_strip_tags(token.content), self.page.where(line), self.errors)
         html = self.md.renderer.render(tokens, self.md.options, self.env)
@@ -423,13 +425,22 @@ def install_render_rules(md) -> None:
         return str(tokens[idx].meta.get("html", ""))
 
     default_fence = md.renderer.rules.get("fence")
+    default_code = md.renderer.rules.get("code_block")
+
+    def focusable(html: str) -> str:
+        # a code block scrolls sideways when wide; keyboard users must be able to reach it
+        return html.replace("<pre>", '<pre tabindex="0">', 1)
 
     def fence(self, tokens, idx, options, env):
         if "html" in tokens[idx].meta:
             return str(tokens[idx].meta["html"])
-        return default_fence(tokens, idx, options, env)
+        return focusable(default_fence(tokens, idx, options, env))
+
+    def code_block(self, tokens, idx, options, env):
+        return focusable(default_code(tokens, idx, options, env))
 
     for name in ("value_ref", "literal", "fig_ref", "ref_error", "math_inline", "math_inline_double",
                  "math_block", "math_block_label"):
         md.add_render_rule(name, from_meta)
     md.add_render_rule("fence", fence)
+    md.add_render_rule("code_block", code_block)

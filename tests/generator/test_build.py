@@ -135,3 +135,42 @@ def test_out_option(site, tmp_path):
     out = tmp_path / "site-out"
     assert run(site, "--out", str(out)) == 0
     assert (out / "index.html").is_file() and not (site / "public").exists()
+
+
+def test_scrolling_blocks_are_focusable(site):
+    write_page(site, "code.md", "## Code\n\n```\nwide code\n```\n\n    indented\n\n$$\nx^2\n$$\n")
+    assert run(site) == 0
+    html = (site / "public/code/index.html").read_text()
+    assert html.count('<pre tabindex="0"><code>') == 2
+    assert '<div class="math-block" tabindex="0"><math' in html
+
+
+def test_study_page_header_and_bundle(site, monkeypatch):
+    """The generator's side of the bundle contract, with stand-ins for site_src.bundles."""
+    import site_src.bundles as bundles
+
+    class FakeBundle:
+        name = "demo"
+        zip_href = "bundles/demo.zip"
+
+    calls = []
+    monkeypatch.setattr(bundles, "build_bundle", lambda study_dir, repo_root: calls.append(study_dir.name) or FakeBundle())
+    monkeypatch.setattr(bundles, "public_files", lambda found: {"bundles/demo.zip": b"zip", "SHA256SUMS": b"sums\n"})
+    monkeypatch.setattr(bundles, "verify_published", lambda public, html, bundle, page: calls.append(page))
+    (site / "templates/partials/bundle.html").write_text(
+        '<section id="bundle-{{ bundle.name }}"><h2>Reproduce this</h2><a href="{{ rel }}{{ bundle.zip_href }}">zip</a></section>\n')
+    write_page(site, "studies/demo.md", "## Result\n\nThe mean rho is {{ golden.json:3 }}.\n",
+               "title: Demo study\nsummary: A study page.\nsubject: tiny/Reward-Model\nquestion: Where is it?\n"
+               "access: forward only\ntrust: calibrated\nclaim: observational vs causal\n"
+               "reproduction: No independent reproduction recorded.\nbundle: demo\n")
+    assert run(site) == 0
+    html = (site / "public/studies/demo/index.html").read_text()
+    assert "<dt>subject</dt><dd>tiny/Reward-Model</dd>" in html
+    assert '<span class="chip trust-calibrated">calibrated</span>' in html
+    assert '<span class="chip claim-observational-vs-causal">observational vs causal</span>' in html
+    assert '<a href="../../bundles/demo.zip">zip</a>' in html
+    assert 'data-source="bundles/demo/golden.json:3"' in html   # FILE resolved inside the bundle first
+    assert calls == ["demo", "studies/demo/index.html"]
+    assert (site / "public/bundles/demo.zip").read_bytes() == b"zip"
+    home = (site / "public/index.html").read_text()
+    assert '<h2 id="list-studies">Studies</h2>' in home and 'href="studies/demo/"' in home
