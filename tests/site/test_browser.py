@@ -112,36 +112,86 @@ def _pages_with(kit, site_dir: Path, needle: str) -> list[str]:
 
 
 PICKER_SELECTOR = "[data-figure-kind='patch_picker']"
+INTERACTIVE = ".fig:has(script.fig-spec)"
+# Hooks of the lazy loader (site_src/figures/static/figures.js, docs/figures.md): a figure body
+# gets data-figure-ready="true" once its live Vega view is up, data-figure-error if it failed,
+# and data-figure-updates counts the control changes the view has re-run for.
+
+
+def _wait_live(page, fig, where: str) -> None:
+    fig.scroll_into_view_if_needed()
+    try:
+        page.wait_for_function(
+            "(f) => f.getAttribute('data-figure-ready') === 'true' || f.hasAttribute('data-figure-error')",
+            arg=fig.element_handle(), timeout=20000,
+        )
+    except Exception as exc:  # noqa: BLE001 - report which figure never came up
+        raise AssertionError(f"{where}: the interactive view never came up ({exc})") from None
+    error = fig.get_attribute("data-figure-error")
+    assert error is None, f"{where}: the interactive view failed: {error}"
+
+
+def _drive(page, fig, select, where: str) -> None:
+    """Choose another option of `select` and require the live chart to change."""
+    options = select.locator("option").evaluate_all("os => os.map(o => o.value)")
+    assert len(options) >= 2, f"{where}: the control offers {options}"
+    chart = fig.locator(".fig-live svg").first
+    before = chart.evaluate("s => s.outerHTML")
+    count = int(fig.get_attribute("data-figure-updates") or 0)
+    current = select.input_value()
+    choice = next(o for o in reversed(options) if o != current)
+    select.select_option(choice)
+    page.wait_for_function(
+        "([f, n]) => Number(f.getAttribute('data-figure-updates') || 0) > n",
+        arg=[fig.element_handle(), count], timeout=10000,
+    )
+    after = chart.evaluate("s => s.outerHTML")
+    assert after != before, f"{where}: choosing {choice!r} left the chart unchanged"
+    assert chart.is_visible(), f"{where}: the chart is hidden after choosing {choice!r}"
 
 
 def test_patch_picker_changes_the_chart(new_page, site_dir, kit):
-    """Choosing another component in a patch picker redraws its chart (interactive Vega view)."""
-    pages = _pages_with(kit, site_dir, "patch_picker")
+    """Choosing another component in a patch picker redraws its chart."""
+    pages = _pages_with(kit, site_dir, 'data-figure-kind="patch_picker"')
     assert pages, "no page has a patch-picker figure"
     checked = 0
     for path in pages:
         page, visit = new_page.open(path)
         figures = page.locator(PICKER_SELECTOR)
         for index in range(figures.count()):
-            figure = figures.nth(index)
-            figure.scroll_into_view_if_needed()
-            select = figure.locator("select").first
-            select.wait_for(state="visible", timeout=15000)
-            options = select.locator("option").evaluate_all("os => os.map(o => o.value)")
-            assert len(options) >= 2, f"/{path}: the picker offers {options}"
-            chart = figure.locator("svg").filter(visible=True).last
-            before = chart.evaluate("s => s.outerHTML")
-            current = select.input_value()
-            choice = next(o for o in reversed(options) if o != current)
-            select.select_option(choice)
-            page.wait_for_function(
-                "([el, before]) => el.outerHTML !== before",
-                arg=[chart.element_handle(), before], timeout=10000,
-            )
+            fig = figures.nth(index)
+            where = f"/{path} patch picker #{index + 1}"
+            _wait_live(page, fig, where)
+            select = fig.locator("select").first
+            assert select.is_visible(), f"{where}: no visible component selector"
+            _drive(page, fig, select, where)
             checked += 1
         assert not visit.console_errors, f"/{path}: {visit.console_errors}"
         page.close()
-    assert checked, f"pages {pages} mention a patch picker but none has a select to drive"
+    assert checked, f"pages {pages} mention a patch picker but none could be driven"
+
+
+def test_every_interactive_figure_comes_up_and_answers_its_controls(new_page, site_dir, kit):
+    """Every figure with a live view renders it when scrolled to, and each control redraws it."""
+    pages = _pages_with(kit, site_dir, "fig-spec")
+    assert pages, "no page has an interactive figure"
+    problems = []
+    for path in pages:
+        page, visit = new_page.open(path)
+        figures = page.locator(INTERACTIVE)
+        for index in range(figures.count()):
+            fig = figures.nth(index)
+            where = f"/{path}#{fig.get_attribute('id') or index}"
+            try:
+                _wait_live(page, fig, where)
+                selects = fig.locator("select[data-figure-signal]")
+                for k in range(selects.count()):
+                    _drive(page, fig, selects.nth(k), f"{where} control {k + 1}")
+            except AssertionError as exc:
+                problems.append(str(exc))
+        problems.extend(f"/{path}: {e}" for e in visit.console_errors + visit.failed_requests)
+        page.close()
+    assert not problems, "\n".join(problems)
 
 
 # --- receipts -------------------------------------------------------------------------------
