@@ -1,7 +1,7 @@
 """Content pages: discovery under content/, YAML front matter with the line of every field, clean URLs."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import yaml
@@ -25,7 +25,6 @@ class Page:
     meta_lines: dict         # field -> 1-based line in the page file
     body: str                # Markdown with the front matter blanked, so line numbers stay true
     number: int = 0          # position in the navigation (1-based): the N of "Fig. N.M"
-    figures: list = field(default_factory=list)
 
     @property
     def out_path(self) -> str:

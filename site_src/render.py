@@ -6,7 +6,6 @@ error list with the page line; rendering goes on so one build reports all of the
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +64,7 @@ class PageRenderer:
         self.prefix = "../" * page.depth
         self.out = Rendered("")
         self.fig_order = 0
+        self.in_link = 0   # depth of link text being walked
 
     # -- values ------------------------------------------------------------------------------
     def receipt(self, resolved: Resolved, text: str) -> Markup:
@@ -137,7 +137,11 @@ class PageRenderer:
         breaks = 0
         for child in children:
             line = first_line + breaks
-            if child.type in ("softbreak", "hardbreak"):
+            if child.type == "link_open":
+                self.in_link += 1
+            elif child.type == "link_close":
+                self.in_link -= 1
+            elif child.type in ("softbreak", "hardbreak"):
                 breaks += 1
             elif child.type == "text":
                 check_prose(child.content, self.page.where(line), self.errors)
@@ -145,7 +149,12 @@ class PageRenderer:
                 check_prose(_strip_tags(child.content), self.page.where(line), self.errors)
             elif child.type in ("value_ref", "literal", "fig_ref", "ref_error"):
                 line = first_line + src[: child.meta["offset"]].count("\n")
-                if child.type == "value_ref":
+                if child.type == "value_ref" and self.in_link:
+                    # the receipt is itself a link; HTML forbids a link inside a link
+                    self.errors.add(BuildError(f"{{{{ {child.content} }}}}: a reference cannot sit inside link text;"
+                                               " move it out of the [...](...)", self.page.where(line)))
+                    child.meta["html"] = Markup("?")
+                elif child.type == "value_ref":
                     child.meta["html"] = self.inline_value(child.content, line)
                 elif child.type == "literal":
                     if not child.content:

@@ -57,6 +57,8 @@ def test_bad_reference(site, capsys, ref, fixture, message):
     ("\nFirst line,\nthen -3 on the second.\n", "content/bad.md:10: number '-3'"),
     ("\n| a | b |\n|---|---|\n| x | 0.5 |\n", "content/bad.md:11: number '0.5'"),
     ("\n- item\n- item +2\n", "content/bad.md:10: number '+2'"),
+    ("\nSee [the mean {{ data/golden.json:5 }}](../explainer/).\n",
+     "content/bad.md:9: {{ data/golden.json:5 }}: a reference cannot sit inside link text"),
     ("\nSee [[fig:nowhere]].\n", "content/bad.md:9: [[fig:nowhere]]: no figure with id 'nowhere'"),
     ("\nBad {{ data/golden.json:x }}.\n", "content/bad.md:9: {{ data/golden.json:x }}: 'data/golden.json:x' is not a source"),
     ("\nOpen {{ data/golden.json:5 here.\n", "content/bad.md:9: '{{' is not closed"),

@@ -174,3 +174,4 @@ def test_study_page_header_and_bundle(site, monkeypatch):
     assert (site / "public/bundles/demo.zip").read_bytes() == b"zip"
     home = (site / "public/index.html").read_text()
     assert '<h2 id="list-studies">Studies</h2>' in home and 'href="studies/demo/"' in home
+
