@@ -108,7 +108,7 @@ def collect(root: Path) -> BuildResult:
                 files[f"assets/{path.relative_to(static).as_posix()}"] = path.read_bytes()
     if figure_count:
         try:
-            assets = importlib.import_module("site_src.figures").figure_assets()
+            assets = importlib.import_module("site_src.figures").figure_assets(root / ".cache" / "figures")
             files.update({f"assets/{name}": data for name, data in assets.items()})
         except Exception as exc:
             errors.add(BuildError(f"figures: cannot produce the figure assets: {exc}"))
@@ -143,7 +143,7 @@ def _common(config, pages, order, current, prefix):
     return {
         "site": config, "rel": prefix, "nav": _nav(pages, order, current, prefix),
         "home_href": rel_href(prefix, ""), "docs_href": rel_href(prefix, docs.url if docs else ""),
-        "extra_css": [], "extra_js": [],
+        "extra_css": [], "extra_js": [], "extra_head": "",
     }
 
 
@@ -162,9 +162,13 @@ def _page_html(jinja, config, page, pages, order, rendered, bundle) -> str:
                     "pages": [{"title": p.meta.get("title", p.rel), "summary": p.meta.get("summary", ""),
                                "href": rel_href(prefix, p.url), "trust": p.meta.get("trust")} for p in group]}
                    for gid, title, group in groups if group]
+    common = _common(config, pages, order, page, prefix)
+    if rendered.figure_count:
+        head = importlib.import_module("site_src.figures").figure_head_html(prefix + "assets/")
+        common["extra_head"] = Markup(head)
     template = jinja.get_template("page.html")
     return template.render(
-        **_common(config, pages, order, page, prefix),
+        **common,
         page=page, title=page.meta.get("title", ""), summary=page.meta.get("summary", ""),
         description=page.meta.get("summary", ""), body=Markup(rendered.html), headings=rendered.headings,
         provenance=provenance, listing=listing, bundle=bundle,
