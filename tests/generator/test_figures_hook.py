@@ -42,7 +42,9 @@ def fake_render(kind, spec, ctx):
 def fake_figures(monkeypatch):
     monkeypatch.setattr(figures, "FigureContext", FakeContext, raising=False)
     monkeypatch.setattr(figures, "render_figure", fake_render, raising=False)
-    monkeypatch.setattr(figures, "figure_assets", lambda: {"fake.svg": b"<svg/>"}, raising=False)
+    monkeypatch.setattr(figures, "figure_assets", lambda cache_dir=None: {"fake.svg": b"<svg/>"}, raising=False)
+    monkeypatch.setattr(figures, "figure_head_html",
+                        lambda prefix: f'<link rel="stylesheet" href="{prefix}fake.css">', raising=False)
 
 
 def figure(fig_id, kind="dots", claim="observational", extra=""):
@@ -58,6 +60,8 @@ def test_figures_are_numbered_and_linked(site, fake_figures):
     write_page(site, "guides/second.md", "## Elsewhere\n\nAs [[fig:second]] shows.\n")
     assert run(site) == 0
     html = (site / "public/explainer/index.html").read_text()
+    assert '<link rel="stylesheet" href="../assets/fake.css">' in html  # figure pages load the figure CSS
+    assert "fake.css" not in (site / "public/guides/second/index.html").read_text()
     # the explainer is second in nav, so its figures are 2.1 and 2.2
     assert '<a class="fig-link" href="#fig-first">Fig.&nbsp;2.1</a>' in html
     assert '<a class="fig-link" href="#fig-second">Fig.&nbsp;2.2</a>' in html
