@@ -209,6 +209,8 @@ def visit_all(browser, base_url: str, site_dir: Path, viewport: dict, color_sche
     if run_axe and not AXE.is_file():
         missing_tool(f"axe-core at {AXE} (run `npm ci`)")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for old in SCREENSHOTS.glob(f"*-{tag}.png"):  # only this run's pages remain
+        old.unlink()
     recorder = Recorder(browser, base_url, viewport, color_scheme)
     queue = [""] + built_pages(site_dir)
     seen: dict[str, Visit] = {}
