@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--max-rows", type=int, default=512, help="sequences per patched batch")
     run.add_argument("--threads", type=int, default=1, help="torch CPU threads (results depend on it)")
     run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--runs-dir", type=Path, default=None,
+                     help="where resumable shards go (default measure_runs/)")
     run.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
 
@@ -58,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
             dimensions=args.dimensions.split(",") if args.dimensions else None,
             max_pairs=args.max_pairs, pairs_file=args.pairs, key_file=args.key,
             objective=args.objective, shard_size=args.shard_size, max_rows=args.max_rows,
-            threads=args.threads, seed=args.seed, progress=not args.no_progress)
+            threads=args.threads, seed=args.seed, runs_dir=args.runs_dir,
+            progress=not args.no_progress)
         g = result["golden"]
         print(f"wrote {result['out']} ({result['computed']} shards computed, "
               f"{result['resumed']} resumed) in {result['manifest']['wall_time_s']:.1f} s")

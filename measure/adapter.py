@@ -321,7 +321,11 @@ def load(spec: str, organism_dir: Path, device: str = "cpu", dtype: str = "float
     dev, torch_dtype = check_device_dtype(device, dtype)
     path, model_id = resolve_model_path(spec, organism_dir)
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
     from .wordtok import VOCAB_FILE, WordTokenizer
+
+    hf_logging.disable_progress_bar()  # our own tqdm bar reports progress
 
     config_file = path / "config.json"
     if not config_file.exists():

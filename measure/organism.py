@@ -23,10 +23,11 @@ from .wordtok import SPECIALS, WordTokenizer
 
 SETTINGS = {
     "seed": 0, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
-    "num_attention_heads": 4, "epochs": 10, "batch_pairs": 64, "learning_rate": 3e-3,
-    "weight_decay": 0.01, "twins_per_dimension": 600, "random_pairs": 3000,
-    "heldout_per_dimension": 100, "key_twins_per_dimension": 48, "study_seeds_per_dimension": 8,
-    "study_mutations_per_seed": 4, "key_threshold_fraction": 0.5,
+    "num_attention_heads": 4, "epochs": 16, "batch_pairs": 64, "learning_rate": 4e-3,
+    "weight_decay": 0.01, "reward_l2": 0.002, "twins_per_dimension": 800,
+    "extra_twins": {"repetition": 1200}, "random_pairs": 600,
+    "heldout_per_dimension": 100, "key_twins_per_dimension": 48, "study_seeds_per_dimension": 10,
+    "study_mutations_per_seed": 3, "key_threshold_fraction": 0.4,
 }
 KEY_UNIVERSE = "mlp and head components (a partition of every non-embedding write)"
 
@@ -47,7 +48,8 @@ def make_data(s: dict) -> dict[str, list[dict]]:
     heldout = od.twin_set("heldout", seed, s["heldout_per_dimension"])
     key_twins = od.twin_set("key", seed, s["key_twins_per_dimension"])
     exclude = _triples(pairs) | _triples(heldout) | _triples(key_twins)
-    train = od.training_pairs(seed, s["twins_per_dimension"], s["random_pairs"], exclude)
+    train = od.training_pairs(seed, s["twins_per_dimension"], s["random_pairs"], exclude,
+                              s["extra_twins"])
     return {"train": train, "heldout": heldout, "key_twins": key_twins, "pairs": pairs}
 
 
@@ -103,7 +105,9 @@ def train(out_dir: Path, settings: dict | None = None, progress: bool = True) ->
             pick = order[start:start + s["batch_pairs"]]
             rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
             r = _rewards(model, ids[rows], idx[rows])
-            loss = -torch.nn.functional.logsigmoid(r[0::2] - r[1::2]).mean()
+            # Bradley-Terry, plus a small pull of rewards toward 0 that keeps their scale modest
+            loss = (-torch.nn.functional.logsigmoid(r[0::2] - r[1::2]).mean()
+                    + s["reward_l2"] * r.pow(2).mean())
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -113,6 +117,8 @@ def train(out_dir: Path, settings: dict | None = None, progress: bool = True) ->
         losses.append(epoch_loss / n_pairs)
     bar.close()
     model.eval()
+    from transformers.utils import logging as hf_logging
+    hf_logging.disable_progress_bar()
     model.save_pretrained(out_dir)
     tok.save(out_dir)
     for name, rows in data.items():
@@ -193,6 +199,7 @@ def answer_key(adapter, twins: list[dict], fraction: float) -> dict:
            "twins_per_dimension": len(twins) // len(od.DIMENSIONS),
            "planted_rules": {d: od.WEIGHTS[d] for d in od.DIMENSIONS}, "dimensions": {}}
     for d, per in deltas.items():
+        per = {c: round(v, 6) for c, v in per.items()}  # decide on the values key.json holds
         top = max(v for c, v in per.items() if in_universe(c))
         members = [c for c, v in per.items() if in_universe(c) and v >= fraction * top]
         key["dimensions"][d] = {"components": members, "threshold": fraction * top,

@@ -200,10 +200,17 @@ def twin_set(tag: str, seed: int, per_dimension: int) -> list[dict]:
 
 
 def training_pairs(seed: int, twins_per_dimension: int, random_pairs: int,
-                   exclude: set[tuple[str, str, str]]) -> list[dict]:
-    """Twins of every dimension plus random mixed pairs; nothing that appears in `exclude`."""
-    rows = [p for p in twin_set("train", seed, twins_per_dimension)
-            if (p["prompt"], p["chosen"], p["rejected"]) not in exclude]
+                   exclude: set[tuple[str, str, str]], extra_twins: dict[str, int] | None = None) -> list[dict]:
+    """Twins of every dimension (more for the `extra_twins` dimensions, which are harder to
+    learn) plus random mixed pairs; nothing that appears in `exclude`."""
+    twins = twin_set("train", seed, twins_per_dimension)
+    for dimension, count in sorted((extra_twins or {}).items()):
+        rng = random.Random(f"train-extra/{seed}/{dimension}")
+        for i in range(count):
+            pair = twin(rng, dimension)
+            pair["pair_id"] = f"train-extra-{dimension}-{i:03d}"
+            twins.append(pair)
+    rows = [p for p in twins if (p["prompt"], p["chosen"], p["rejected"]) not in exclude]
     rng = random.Random(f"train-mixed/{seed}")
     for i in range(random_pairs):
         pair = random_response_pair(rng)

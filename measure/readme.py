@@ -111,6 +111,7 @@ One row per (pair, layer). {ROW_FIELDS}- `layer`, `depth` = `(layer + 1) / L`.
   ranking (`rank_mode`) against the key, over the key universe; chance is 0.5. `*_ci`: seed-level
   bootstrap intervals; `gap_patching_minus_attribution` and `gap_ci`: their difference; `n`,
   `n_effective`, `key_size` per dimension; `overall` averages the dimensions' AUCs.
+  `patching_auc_by_mode`: point estimates of the patching AUC for each patching mode.
 - `attribution_sum_gap`: the largest |sum of attributions - margin| over pairs.
 - `organism_heldout_accuracy` (organism only): the trained organism's accuracy on held-out twins.
 

@@ -128,6 +128,13 @@ def key_recovery(attr_rows, patch_rows, key: dict, mode: str = RANK_MODE) -> dic
     universe_attr = [r for r in attr_rows if r["kind"] in ("mlp", "head")]
     universe_patch = [r for r in patch_rows if r["kind"] in ("mlp", "head")]
     result = _KeyRecovery(universe_attr, universe_patch, key, mode).summary()
+    by_mode = {}
+    for other in ("mean", "zero", "swap"):  # point estimates of the patching AUC in every mode
+        recovery = _KeyRecovery(universe_attr, universe_patch, key, other)
+        full = recovery.aucs(sorted(recovery.by_seed))
+        by_mode[other] = {"overall": rankstats.mean(v["patching"] for v in full.values()),
+                          "per_dimension": {d: v["patching"] for d, v in sorted(full.items())}}
+    result["patching_auc_by_mode"] = by_mode
     return {"universe": key["universe"], "rank_mode": mode, "chance": 0.5,
             "interval": f"{int(BOOTSTRAP['level'] * 100)}% percentile, {BOOTSTRAP['resamples']} "
                         f"resamples of seeds (rankstats.seed_bootstrap, seed {BOOTSTRAP['seed']})",

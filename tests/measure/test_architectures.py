@@ -1,0 +1,62 @@
+"""The adapter's layer-by-layer pass, attribution and sweep on each supported decoder family."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from measure.adapter import load
+from measure.instruments import MODES, StatsAccumulator, attribution, naive_sweep, patch_sweep
+
+ORGANISM = Path(__file__).resolve().parents[2] / "models" / "organism"
+COMMON = dict(vocab_size=80, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+              num_labels=1, pad_token_id=0)
+
+
+def _config(family):
+    import transformers as t
+    if family == "mistral":
+        return t.MistralConfig(**COMMON), t.MistralForSequenceClassification
+    if family == "qwen2":
+        return t.Qwen2Config(**COMMON), t.Qwen2ForSequenceClassification
+    if family == "qwen3":
+        return t.Qwen3Config(**COMMON, head_dim=8), t.Qwen3ForSequenceClassification
+    if family == "gemma2":
+        return (t.Gemma2Config(**COMMON, head_dim=8, sliding_window=4, query_pre_attn_scalar=8),
+                t.Gemma2ForSequenceClassification)
+    raise AssertionError(family)
+
+
+@pytest.mark.parametrize("family", ["mistral", "qwen2", "qwen3", "gemma2"])
+def test_family(family, tmp_path):
+    config, cls = _config(family)
+    torch.manual_seed(1)
+    model = cls(config)
+    with torch.no_grad():
+        model.score.weight.mul_(20)
+    model.save_pretrained(tmp_path)
+    (tmp_path / "word_vocab.json").write_text(
+        '{"words": ["<pad>", "<bos>", "<sep>", "<eos>"' + "".join(f', "w{i}"' for i in range(76)) + "]}")
+    adapter = load(str(tmp_path), ORGANISM)
+    gen = torch.Generator().manual_seed(2)
+    seqs = [torch.randint(4, 80, (int(n),), generator=gen).tolist() for n in (9, 7, 6, 8)]
+    batch = adapter.batch(seqs)
+    run = adapter.clean_run(batch)
+    with torch.no_grad():
+        hidden = adapter.base(input_ids=batch.ids).last_hidden_state
+    rows = torch.arange(4)
+    expected = hidden[rows, batch.score_idx] @ adapter.w_r
+    assert torch.allclose(run.reward, expected, atol=1e-4)  # windows of 4 < length: masks matter
+    attr = attribution(adapter, batch, run)
+    total = sum(v for k, v in attr.items() if not k.startswith("head_"))
+    assert torch.allclose(total, run.reward, atol=1e-4)
+    acc = StatsAccumulator()
+    acc.add(adapter, batch, run)
+    stats = acc.finish()
+    comps = [c for c in adapter.components() if c != "embed"]
+    fast = patch_sweep(adapter, batch, run, stats, comps, MODES)
+    slow = naive_sweep(adapter, batch, stats, comps, MODES)
+    for key, value in slow.items():
+        assert torch.allclose(fast[key][0], value, atol=1e-4), key
