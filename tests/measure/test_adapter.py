@@ -76,3 +76,27 @@ def test_nan_output_is_a_clear_error(tmp_path, tiny_pairs, tiny_factory):
     with pytest.raises(MeasureError, match="NaN"):
         run_study(model=str(folder), study="nan", out=tmp_path / "out", pairs_file=tiny_pairs,
                   runs_dir=tmp_path / "runs", progress=False, max_pairs=2)
+
+
+def _hf_tokenizer(folder, chat_template):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    words = ["<pad>", "<unk>", "<s>", "user:", "assistant:", "hello", "there", "rain"]
+    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", unk_token="<unk>")
+    if chat_template:
+        tok.chat_template = "<s>{% for m in messages %} {{ m['role'] }}: {{ m['content'] }}{% endfor %}"
+    tok.save_pretrained(folder)
+
+
+@pytest.mark.parametrize("chat", [True, False])
+def test_hugging_face_tokenizers_and_chat_templates(tmp_path, tiny_factory, chat):
+    folder = tiny_factory(tmp_path / "model")
+    (folder / "word_vocab.json").unlink()  # an ordinary Hugging Face model folder
+    _hf_tokenizer(folder, chat)
+    adapter = load(str(folder), ORGANISM)
+    ids = adapter.encode("hello rain", "there")
+    assert ids == ([2, 3, 5, 7, 4, 6] if chat else [5, 7, 6])
+    batch = adapter.batch([ids, ids[:-1]])
+    assert batch.score_idx.tolist() == [len(ids) - 1, len(ids) - 2]
