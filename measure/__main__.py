@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--objective", type=int, default=0, help="score head row (multi-objective heads)")
     run.add_argument("--shard-size", type=int, default=8, help="pairs per resumable shard")
     run.add_argument("--max-rows", type=int, default=512, help="sequences per patched batch")
+    run.add_argument("--no-head-patching", action="store_true",
+                     help="patch attn/mlp only (heads are still attributed); for big models")
     run.add_argument("--threads", type=int, default=1, help="torch CPU threads (results depend on it)")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--runs-dir", type=Path, default=None,
@@ -61,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             max_pairs=args.max_pairs, pairs_file=args.pairs, key_file=args.key,
             objective=args.objective, shard_size=args.shard_size, max_rows=args.max_rows,
             threads=args.threads, seed=args.seed, runs_dir=args.runs_dir,
+            patch_heads=not args.no_head_patching,
             progress=not args.no_progress)
         g = result["golden"]
         print(f"wrote {result['out']} ({result['computed']} shards computed, "

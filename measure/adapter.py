@@ -297,8 +297,9 @@ def check_device_dtype(device: str, dtype_name: str) -> tuple[torch.device, torc
     return dev, dtype
 
 
-def resolve_model_path(spec: str, organism_dir: Path) -> tuple[Path, str]:
-    """`organism`, a local folder, or a hub id already in the local cache (never downloaded)."""
+def resolve_model_path(spec: str, organism_dir: Path, cache_dir: Path | None = None) -> tuple[Path, str]:
+    """`organism`, a local folder, or a hub id already in the local cache (never downloaded;
+    `cache_dir` overrides the default Hugging Face cache)."""
     if spec == "organism":
         return organism_dir, "organism"
     path = Path(spec).expanduser()
@@ -308,7 +309,7 @@ def resolve_model_path(spec: str, organism_dir: Path) -> tuple[Path, str]:
         raise MeasureError(f"--model {spec}: is a file; give the model's folder")
     try:
         from huggingface_hub import snapshot_download
-        return Path(snapshot_download(spec, local_files_only=True)), spec
+        return Path(snapshot_download(spec, local_files_only=True, cache_dir=cache_dir)), spec
     except Exception:
         raise MeasureError(
             f"--model {spec!r}: not 'organism', not a local folder, and not in the local Hugging "
@@ -316,10 +317,10 @@ def resolve_model_path(spec: str, organism_dir: Path) -> tuple[Path, str]:
 
 
 def load(spec: str, organism_dir: Path, device: str = "cpu", dtype: str = "float32",
-         objective: int = 0) -> Adapter:
+         objective: int = 0, cache_dir: Path | None = None) -> Adapter:
     """Load a sequence-classification reward model by name/path through one code path."""
     dev, torch_dtype = check_device_dtype(device, dtype)
-    path, model_id = resolve_model_path(spec, organism_dir)
+    path, model_id = resolve_model_path(spec, organism_dir, cache_dir)
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
 

@@ -18,7 +18,7 @@ def _moves(effect: float, clean: float):
 
 
 def shard_rows(adapter: Adapter, pairs: list[dict], seqs: list[list[int]], stats: ActivationStats,
-               max_rows: int, modes=MODES) -> dict[str, list[dict]]:
+               max_rows: int, modes=MODES, patch_heads: bool = True) -> dict[str, list[dict]]:
     """All rows for these pairs (`seqs` interleaves chosen/rejected token ids)."""
     batch = adapter.batch(seqs)
     run = adapter.clean_run(batch)
@@ -27,7 +27,7 @@ def shard_rows(adapter: Adapter, pairs: list[dict], seqs: list[list[int]], stats
     margins = rewards[0::2] - rewards[1::2]
     attr = {k: v.double() for k, v in attribution(adapter, batch, run).items()}
     running = lens(adapter, batch, run).double()
-    components = [c for c in adapter.components() if c != "embed"]
+    components = [c for c in adapter.components(heads=patch_heads) if c != "embed"]
     patched = patch_sweep(adapter, batch, run, stats, components, modes, max_rows)
     out = {"attribution": [], "attribution_heads": [], "patching": [], "patching_heads": [],
            "lens": []}

@@ -114,7 +114,8 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
               max_pairs: int | None = None, pairs_file: Path | None = None, key_file: Path | None = None,
               organism_dir: Path = ORGANISM_DIR, runs_dir: Path | None = None, shard_size: int = 8,
               max_rows: int = 512, threads: int = 1, seed: int = 0, objective: int = 0,
-              progress: bool = True, stop_after_shards: int | None = None) -> dict:
+              progress: bool = True, stop_after_shards: int | None = None,
+              patch_heads: bool = True) -> dict:
     from tqdm import tqdm
 
     started = time.time()
@@ -136,7 +137,7 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
                 "seed": seed, "dtype": str(adapter.dtype).replace("torch.", ""),
                 "device_type": adapter.device.type, "objective": objective}
     fingerprint = hashlib.sha256(json.dumps(
-        [identity, shard_size, max_rows, list(MODES), versions()["torch"]], sort_keys=True).encode()
+        [identity, shard_size, max_rows, list(MODES), patch_heads, versions()["torch"]], sort_keys=True).encode()
     ).hexdigest()[:16]
     run_dir = runs_dir / study / fingerprint
     seqs = []
@@ -174,7 +175,8 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
             raise Interrupted(f"stopped after {computed} shards")
         shard_pairs, shard_seqs = shard_input(shard)
         with torch.no_grad():
-            rows = shard_rows(adapter, shard_pairs, shard_seqs, stats, max_rows)
+            rows = shard_rows(adapter, shard_pairs, shard_seqs, stats, max_rows,
+                              patch_heads=patch_heads)
         write_atomic(path, json.dumps(rows, ensure_ascii=False) + "\n")
         computed += 1
 
@@ -205,7 +207,7 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
                   "bootstrap": 0},
         "data_file": str(pairs_file.relative_to(REPO)) if pairs_file.is_relative_to(REPO) else str(pairs_file),
         "packages": versions(), "device": str(adapter.device), "threads": threads,
-        "shard_size": shard_size, "shards": len(shards), "shards_resumed": resumed,
+        "shard_size": shard_size, "patch_heads": patch_heads, "shards": len(shards), "shards_resumed": resumed,
         "run_fingerprint": fingerprint, "git": git_commit(),
         "wall_time_s": round(time.time() - started, 3),
         "command": " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("__main__.py") else None,

@@ -187,7 +187,8 @@ def golden(study: str, model_id: str, identity: dict, files: dict[str, list[dict
     heads = _scores(files["attribution_heads"], files["patching_heads"], RANK_MODE)
     out["top_components"] = {
         d: {"attribution": _top(scores[d], 0), "patching": _top(scores[d], 1),
-            "heads_attribution": _top(heads[d], 0), "heads_patching": _top(heads[d], 1)}
+            "heads_attribution": _top(heads[d], 0) if d in heads else [],
+            "heads_patching": _top(heads[d], 1) if d in heads else []}
         for d in scores}
     margins = {}
     for r in attr:

@@ -100,3 +100,16 @@ def test_hugging_face_tokenizers_and_chat_templates(tmp_path, tiny_factory, chat
     assert ids == ([2, 3, 5, 7, 4, 6] if chat else [5, 7, 6])
     batch = adapter.batch([ids, ids[:-1]])
     assert batch.score_idx.tolist() == [len(ids) - 1, len(ids) - 2]
+
+
+def test_a_hub_id_loads_from_an_existing_cache_without_downloading(tmp_path, tiny_factory):
+    revision = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "cache" / "models--example--tiny-rm"
+    tiny_factory(repo / "snapshots" / revision)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    adapter = load("example/tiny-rm", ORGANISM, cache_dir=tmp_path / "cache")
+    assert adapter.model_id == "example/tiny-rm"
+    assert adapter.n_layers == 2
+    with pytest.raises(MeasureError, match="not in the local Hugging Face cache"):
+        load("example/other-rm", ORGANISM, cache_dir=tmp_path / "cache")
