@@ -261,15 +261,15 @@ class Adapter:
         start = layer + 1
         if after == "attn":
             resid = resid + self.mlp_block(layer, resid)
-            _count(counter, resid.shape[0], 0.5)
+            count_layer_evals(counter, resid.shape[0], 0.5)
         for i in range(start, self.n_layers):
             resid = resid + self.attn_block(i, resid, ctx)[0]
             resid = resid + self.mlp_block(i, resid)
-            _count(counter, resid.shape[0], 1.0)
+            count_layer_evals(counter, resid.shape[0], 1.0)
         return resid
 
 
-def _count(counter: dict | None, rows: int, layers: float) -> None:
+def count_layer_evals(counter: dict | None, rows: int, layers: float) -> None:
     """Layer evaluations: one sequence through one decoder layer counts 1 (a half layer 0.5)."""
     if counter is not None:
         counter["layer_evals"] = counter.get("layer_evals", 0.0) + rows * layers

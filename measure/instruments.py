@@ -5,12 +5,11 @@ rejected one, so a row's swap partner is `row ^ 1`.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 
-from .adapter import Adapter, Batch, CleanRun, parse_component
+from .adapter import Adapter, Batch, CleanRun, count_layer_evals, parse_component
 from .errors import MeasureError
 
 MODES = ("mean", "zero", "swap")
@@ -212,14 +211,9 @@ def naive_patch(adapter: Adapter, batch: Batch, replacements: dict[str, torch.Te
     finally:
         for handle in handles:
             handle.remove()
-    _count(counter, batch.ids.shape[0], adapter.n_layers)
+    count_layer_evals(counter, batch.ids.shape[0], adapter.n_layers)
     rows = torch.arange(batch.ids.shape[0], device=hidden.device)
     return hidden[rows, batch.score_idx].float() @ adapter.w_r.float() + adapter.score_bias
-
-
-def _count(counter, rows, layers):
-    if counter is not None:
-        counter["layer_evals"] = counter.get("layer_evals", 0.0) + rows * layers
 
 
 def naive_sweep(adapter: Adapter, batch: Batch, stats: ActivationStats | None,
@@ -272,7 +266,7 @@ def _naive_clean_outputs(adapter: Adapter, batch: Batch, counter) -> dict[str, t
     finally:
         for handle in handles:
             handle.remove()
-    _count(counter, batch.ids.shape[0], adapter.n_layers)
+    count_layer_evals(counter, batch.ids.shape[0], adapter.n_layers)
     return store
 
 
@@ -281,8 +275,3 @@ def check_finite(values: torch.Tensor, what: str) -> None:
         raise MeasureError(f"{what}: the model produced NaN or infinite values "
                            f"(try --dtype float32, or check the weights)")
 
-
-def finite(x: float) -> float:
-    if math.isnan(x) or math.isinf(x):
-        raise MeasureError("a measured value is NaN or infinite")
-    return x

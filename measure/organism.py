@@ -12,7 +12,6 @@ thread, deterministic algorithms, a seeded shuffle. Everything lands in `models/
 """
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import torch

@@ -1,8 +1,6 @@
 """Per-pair rows of one shard: attribution, patching and lens, rounded as they will be written."""
 from __future__ import annotations
 
-import torch
-
 from .adapter import Adapter, parse_component
 from .errors import MeasureError
 from .instruments import MODES, ActivationStats, attribution, check_finite, lens, patch_sweep
@@ -71,5 +69,3 @@ def attribution_gap(rows: list[dict]) -> float:
         raise MeasureError("no attribution rows")
     return max(abs(sums[k] - margins[k]) for k in sums)
 
-
-__all__ = ["shard_rows", "attribution_gap", "PLACES", "torch"]

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import torch
 
-from . import organism_data as od
-from .adapter import Adapter, load
+from .adapter import load
 from .errors import MeasureError
 from .instruments import MODES, StatsAccumulator
 from .jsonio import json_text, jsonl_text, read_jsonl, sha256_file, write_atomic
@@ -73,7 +72,7 @@ def load_pairs(path: Path, dimensions: list[str] | None, max_pairs: int | None) 
             for r in rows]
 
 
-def weights_identity(adapter: Adapter, folder: Path) -> dict:
+def weights_identity(folder: Path) -> dict:
     files = sorted(folder.glob("*.safetensors")) or sorted(folder.glob("*.bin"))
     total = sum(f.stat().st_size for f in files)
     if files and total <= HASH_LIMIT:
@@ -132,7 +131,7 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
         key_file = organism_dir / "key.json"
     key = json.loads(Path(key_file).read_text(encoding="utf-8")) if key_file else None
     pairs_text = jsonl_text(pairs)
-    identity = {"model": adapter.model_id, **weights_identity(adapter, model_dir),
+    identity = {"model": adapter.model_id, **weights_identity(model_dir),
                 "data_sha256": hashlib.sha256(pairs_text.encode()).hexdigest(),
                 "seed": seed, "dtype": str(adapter.dtype).replace("torch.", ""),
                 "device_type": adapter.device.type, "objective": objective}
@@ -141,7 +140,7 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
     ).hexdigest()[:16]
     run_dir = runs_dir / study / fingerprint
     seqs = []
-    for number, p in enumerate(pairs, start=1):
+    for p in pairs:
         where = f"{pairs_file} (pair {p['pair_id']})"
         seqs.append((adapter.encode(p["prompt"], p["chosen"], where),
                      adapter.encode(p["prompt"], p["rejected"], where)))
