@@ -1,12 +1,12 @@
 """The bundle's own README.md, generated: what every file and every field means."""
 from __future__ import annotations
 
-ROW_FIELDS = """\
-- `model`: the model id (`organism`, a local path or a hub id).
+PAIR_FIELDS = """\
 - `dimension`: the preference dimension the pair probes.
 - `pair_id`: the pair; `seed_id`: the seed pair it was mutated from (rows sharing a `seed_id`
   are not independent: `n_effective` counts seeds, and bootstrap intervals resample seeds).
 """
+ROW_FIELDS = "- `model`: the model id (`organism`, a local path or a hub id).\n" + PAIR_FIELDS
 
 
 def bundle_readme(study: str, golden: dict, has_key: bool) -> str:
@@ -36,12 +36,11 @@ Every file except `manifest.json` is byte-identical when the run is repeated wit
 Floats are rounded to 8 decimals in JSONL files and 6 in `golden.json`; keys keep a fixed order.
 
 Definitions: the margin of a pair is `r(chosen) - r(rejected)`, read at the scoring token (the
-last token of each response). `w_r` is the score head's row (objective
-{golden['identity']['objective']}).
+last token of each response). `w_r` is row {golden['identity']['objective']} of the score head.
 
 ## `pairs.jsonl` — the preference pairs, readable
 
-{ROW_FIELDS}- `prompt`, `chosen`, `rejected`: the texts; the model prefers `chosen` when the margin is positive.
+{PAIR_FIELDS}- `prompt`, `chosen`, `rejected`: the texts; the model prefers `chosen` when the margin is positive.
 
 ## `attribution_per_pair.jsonl` — component attribution (observational)
 
@@ -84,7 +83,9 @@ Same fields; a head is patched on its slice of the o_proj input. {counts['heads_
 
 ## `lens_per_pair.jsonl` — the reward lens (observational)
 
-One row per (pair, layer). {ROW_FIELDS}- `layer`, `depth` = `(layer + 1) / L`.
+One row per (pair, layer).
+
+{ROW_FIELDS}- `layer`, `depth` = `(layer + 1) / L`.
 - `running_margin`: the residual stream after that layer, through the real final norm, projected
   on `w_r`, chosen minus rejected. The last layer's value is the margin.
 {key_files}
@@ -93,8 +94,11 @@ One row per (pair, layer). {ROW_FIELDS}- `layer`, `depth` = `(layer + 1) / L`.
 - `study`, `model`; `rank_mode`: the patching mode the rankings use; `components_compared`,
   `kinds_compared`: the components ranked both ways; `tolerance`: how far `reproduce.py` may
   differ from the published rhos.
-- `counts`: pairs, pairs per dimension, `n_effective` (distinct seeds), dimensions, components
-  attributed / patched / ranked both ways, heads patched, and the row count of every file.
+- `counts`: `pairs`; `pairs_per_dimension` (a number when every dimension has the same count);
+  `n_effective` (distinct seeds); `dimensions`; `components_attributed` (embed, attn, mlp);
+  `components_patched` (attn, mlp); `components_ranked_both`; `heads_patched`; and the row count
+  of every file: `attribution_rows`, `patching_rows`, `heads_attribution_rows`,
+  `heads_patching_rows`, `lens_rows`.
 - `mean_rho`, `per_dimension_rho`: Spearman rho (Pearson correlation of average ranks) between
   the attribution ranking (mean signed attribution over pairs, rank 1 = largest) and the patch
   ranking (mean `|effect| / |clean margin|` over pairs, rank 1 = largest), per dimension, over
@@ -108,8 +112,9 @@ One row per (pair, layer). {ROW_FIELDS}- `layer`, `depth` = `(layer + 1) / L`.
 - `crystallization`: the depth (fraction of layers) at which the running margin first reaches half
   the final margin, mean over pairs, overall and per dimension.
 - `key_recovery` (null without a key): ROC AUC of the attribution ranking and of the patching
-  ranking (`rank_mode`) against the key, over the key universe; chance is 0.5. `*_ci`: seed-level
-  bootstrap intervals; `gap_patching_minus_attribution` and `gap_ci`: their difference; `n`,
+  ranking (`rank_mode`) against the key, over the key `universe`; `chance` is 0.5; `interval`
+  says how the intervals are made. `attribution_auc`, `patching_auc`, and `attribution_ci`,
+  `patching_ci`: seed-level bootstrap intervals; `gap_patching_minus_attribution` and `gap_ci`: their difference; `n`,
   `n_effective`, `key_size` per dimension; `overall` averages the dimensions' AUCs.
   `patching_auc_by_mode`: point estimates of the patching AUC for each patching mode.
 - `attribution_sum_gap`: the largest |sum of attributions - margin| over pairs.

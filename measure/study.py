@@ -201,7 +201,8 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
     write_atomic(out / "README.md", bundle_readme(study, summary, key is not None))
     manifest = {
         "study": study, **identity,
-        "model_config": json.loads(adapter.model.config.to_json_string(use_diff=False)),
+        "model_config": dict(json.loads(adapter.model.config.to_json_string(use_diff=False)),
+                             _name_or_path=adapter.model_id),  # not this machine's path
         "seeds": {"torch": seed, "pairs_generator": "see models/organism/training.json" if model == "organism" else None,
                   "bootstrap": 0},
         "data_file": str(pairs_file.relative_to(REPO)) if pairs_file.is_relative_to(REPO) else str(pairs_file),

@@ -49,6 +49,9 @@ def test_family(family, tmp_path):
     rows = torch.arange(4)
     expected = hidden[rows, batch.score_idx] @ adapter.w_r
     assert torch.allclose(run.reward, expected, atol=1e-4)  # windows of 4 < length: masks matter
+    for i in range(adapter.n_layers):  # heads add up to the attention output (Gemma2: frozen post-norm)
+        heads = adapter.head_writes(i, run.z[i][rows, batch.score_idx]).sum(1)
+        assert torch.allclose(heads, run.attn[i][rows, batch.score_idx].float(), atol=1e-4)
     attr = attribution(adapter, batch, run)
     total = sum(v for k, v in attr.items() if not k.startswith("head_"))
     assert torch.allclose(total, run.reward, atol=1e-4)

@@ -116,3 +116,19 @@ def test_cli_rejects_unknown_dimensions(capsys, tiny_dir, tiny_pairs, tmp_path):
                  "politeness,nonsense", "--out", str(tmp_path / "o"), "--no-progress"])
     assert code == 2
     assert "nonsense not in" in capsys.readouterr().err
+
+
+def test_bundle_readme_explains_every_field_of_every_file(first):
+    out = first["out"]
+    readme = (out / "README.md").read_text()
+    for name in [*FILES.values(), "pairs.jsonl"]:
+        assert f"`{name}`" in readme, name
+        fields = set().union(*(json.loads(line).keys() for line in (out / name).read_text().splitlines()))
+        for field in fields:
+            assert f"`{field}`" in readme, (name, field)
+    golden = json.loads((out / "golden.json").read_text())
+    for key in [*golden, *golden["counts"], *golden["key_recovery"], *golden["key_recovery"]["overall"]]:
+        if key not in ("study", "model", "counts"):
+            assert key in readme, key
+    for name in ("key.json", "manifest.json", "reproduce.py", "rankstats.py"):
+        assert f"`{name}`" in readme, name
