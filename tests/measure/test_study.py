@@ -132,3 +132,24 @@ def test_bundle_readme_explains_every_field_of_every_file(first):
             assert key in readme, key
     for name in ("key.json", "manifest.json", "reproduce.py", "rankstats.py"):
         assert f"`{name}`" in readme, name
+
+
+def test_a_run_killed_by_signal_resumes_from_the_command_line(first, tiny_dir, tiny_pairs, key_file, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    args = [sys.executable, "-m", "measure", "run", "--model", str(tiny_dir), "--study", "tiny",
+            "--pairs", str(tiny_pairs), "--key", str(key_file), "--shard-size", "4",
+            "--out", str(tmp_path / "bundle"), "--runs-dir", str(tmp_path / "runs"), "--no-progress"]
+    env = dict(os.environ, MEASURE_TEST_KILL_AFTER_SHARDS="2")
+    killed = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    assert len(list((tmp_path / "runs").rglob("shard_*.json"))) == 2
+    assert not (tmp_path / "bundle" / "golden.json").exists()
+    env.pop("MEASURE_TEST_KILL_AFTER_SHARDS")
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "1 shards computed, 2 resumed" in done.stdout
+    for name in BUNDLE_FILES:
+        assert (tmp_path / "bundle" / name).read_bytes() == (first["out"] / name).read_bytes(), name
