@@ -22,8 +22,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-import rankstats  # noqa: E402  (needs the path set above)
-from rankstats import FixtureError  # noqa: E402
+try:
+    import rankstats  # noqa: E402  (needs the path set above)
+    from rankstats import FixtureError  # noqa: E402
+except ImportError:  # e.g. reproduce.py downloaded on its own
+    print("reproduce.py: rankstats.py: missing; it ships beside reproduce.py in the bundle zip", file=sys.stderr)
+    sys.exit(2)
 
 ATTRIBUTION = "attribution_per_pair.jsonl"
 PATCHING = "patching_per_pair.jsonl"

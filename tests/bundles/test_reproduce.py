@@ -243,3 +243,9 @@ def test_larger_study_agrees_with_scipy(tmp_path, seed):
         assert len(names) == 32
         rho = stats.spearmanr([comps[c][0] for c in names], [comps[c][1] for c in names]).statistic
         assert rhos[dimension] == pytest.approx(rho, abs=1e-9)
+
+
+def test_missing_rankstats_is_named(unzipped, run_check):
+    (unzipped / "rankstats.py").unlink()
+    done = run_check(unzipped, "-I", "-S")
+    assert done.returncode == 2 and "rankstats.py: missing" in done.stderr
