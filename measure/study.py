@@ -214,7 +214,8 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
         "shard_size": shard_size, "patch_heads": patch_heads, "shards": len(shards), "shards_resumed": resumed,
         "run_fingerprint": fingerprint, "git": git_commit(),
         "wall_time_s": round(time.time() - started, 3),
-        "command": " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("__main__.py") else None,
+        # the arguments only: the interpreter's path would name this machine's folders
+        "command": "python -m measure " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("__main__.py") else None,
     }
     write_atomic(out / "manifest.json", json.dumps(manifest, indent=2, default=str) + "\n")
     return {"out": out, "golden": summary, "manifest": manifest, "computed": computed, "resumed": resumed}

@@ -8,12 +8,10 @@ from __future__ import annotations
 import hashlib
 import io
 import re
-import struct
 import subprocess
 import sys
 import tempfile
 import zipfile
-import zlib
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
@@ -123,38 +121,27 @@ def _normalized(path: Path) -> bytes:
 
 # ---------------------------------------------------------------- the zip itself
 
-# Written by hand rather than with zipfile.ZipFile: every header field is fixed here, so the bytes
-# cannot drift with the Python version. Entries are STORED (not deflated) because deflate output
-# depends on the zlib build (zlib, zlib-ng), which differs across Pythons and platforms.
-_DOS_DATE = (0 << 9) | (1 << 5) | 1  # 1980-01-01, the earliest date a zip can hold
-_DOS_TIME = 0
-_VERSION = 20                        # 2.0, the version zipfile also writes for plain entries
-_MADE_BY = (3 << 8) | _VERSION       # 3 = Unix, so the permissions below are honoured
-_FILE_MODE = 0o100644                # a regular file, rw-r--r--
+# Entries are STORED (not deflated): deflate output depends on the zlib build (zlib, zlib-ng),
+# which differs across Pythons and platforms. Every header field zipfile takes from the machine
+# (date, system, permissions) is fixed here, so the bytes depend on the members alone.
+_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip can hold
+_UNIX = 3                       # "made by" Unix, so the permissions below are honoured
+_FILE_MODE = 0o100644           # a regular file, rw-r--r--
 
 
 def deterministic_zip(members: list[tuple[str, bytes]]) -> bytes:
     """A STORED zip of `members` in the given order, with fixed dates, permissions and headers."""
-    if len(members) >= 0xFFFF:
-        raise BundleError("too many files for a zip without ZIP64")
-    local, central = [], []
-    offset = 0
-    for name, data in members:
-        raw = name.encode("utf-8")
-        flags = 0 if name.isascii() else 0x800  # bit 11: the name is UTF-8
-        crc = zlib.crc32(data)
-        if offset + len(data) >= 0xFFFFFFFF:
-            raise BundleError(f"{name}: zip larger than 4 GiB needs ZIP64, which is not written")
-        header = struct.pack("<IHHHHHIIIHH", 0x04034B50, _VERSION, flags, 0, _DOS_TIME, _DOS_DATE,
-                             crc, len(data), len(data), len(raw), 0)
-        central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, _MADE_BY, _VERSION, flags, 0,
-                                   _DOS_TIME, _DOS_DATE, crc, len(data), len(data), len(raw), 0, 0,
-                                   0, 0, _FILE_MODE << 16, offset) + raw)
-        local.append(header + raw + data)
-        offset += len(header) + len(raw) + len(data)
-    directory = b"".join(central)
-    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(directory), offset, 0)
-    return b"".join(local) + directory + end
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED, allowZip64=False) as archive:
+        for name, data in members:
+            info = zipfile.ZipInfo(name, date_time=_EPOCH)
+            info.create_system = _UNIX
+            info.external_attr = _FILE_MODE << 16
+            try:
+                archive.writestr(info, data)
+            except zipfile.LargeZipFile as exc:
+                raise BundleError(f"{name}: {exc}") from None
+    return buffer.getvalue()
 
 
 # ---------------------------------------------------------------- running the check
