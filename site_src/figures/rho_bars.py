@@ -37,7 +37,8 @@ def build(spec: dict, ctx) -> FigureParts:
     def chart(p: dict):
         base = alt.Chart()
         bars = base.mark_bar().encode(
-            x=alt.X("rho:Q", title="Spearman rho", scale=alt.Scale(domain=[-1, 1])),
+            x=alt.X("rho:Q", title="Spearman rho", scale=alt.Scale(domain=[-1, 1]),
+                    axis=alt.Axis(values=[-1, -0.5, 0, 0.5, 1])),  # default ticks collide in narrow panels
             y=alt.Y("dimension:N", sort=dims, title=None),
             color=alt.Color("sign:N", title="sign",
                             scale=alt.Scale(domain=["positive", "negative"], range=[p["positive"], p["negative"]])),
@@ -46,7 +47,7 @@ def build(spec: dict, ctx) -> FigureParts:
         zero = base.mark_rule(color=p["text"], strokeWidth=1).encode(x=alt.datum(0))
         return alt.layer(bars, zero, data=alt.NamedData(name="rhos")).properties(width=width).facet(
             column=alt.Column("series:N", sort=labels, title=None, header=alt.Header(labelLimit=width))
-        )
+        ).resolve_scale(y="independent")  # series may cover different dimensions: no empty rows
 
     table = Table(["series", "dimension", "rho"], [[r["series"], r["dimension"], f'{r["rho"]:+.6f}'] for r in rows])
     neg = sum(1 for r in rows if r["rho"] < 0)
