@@ -110,6 +110,27 @@ def rank_components(
     return out
 
 
+@dataclasses.dataclass
+class RankedSpec:
+    """What the ranking kinds share: the spec's options, files and mode, every dimension's
+    rankings, and the dimension the static view shows."""
+    opts: dict
+    mode: str
+    attribution: str
+    patching: str
+    ranked: dict[str, Ranked]
+    dimension: str
+
+
+def ranked_spec(spec: dict, ctx: FigureContext) -> RankedSpec:
+    opts = options(spec)
+    mode = opts.get("mode", "mean")
+    attribution, patching = spec_data(spec, "attribution"), spec_data(spec, "patching")
+    ranked = rank_components(ctx, spec, attribution, patching, mode)
+    return RankedSpec(opts, mode, attribution, patching, ranked,
+                      pick_dimension(spec, ranked, opts.get("dimension")))
+
+
 def pick_dimension(spec: dict, available, option: str | None) -> str:
     available = list(available)
     if option is None:

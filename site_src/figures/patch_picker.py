@@ -10,17 +10,13 @@ import altair as alt
 
 from bundle_kit import rankstats
 
-from .data import fmt_rank, options, pick_dimension, rank_components, read_rows, spec_data, spec_id
+from .data import fmt_rank, ranked_spec, read_rows, spec_id
 from .types import Control, FigureError, FigureParts, Table
 
 
 def build(spec: dict, ctx) -> FigureParts:
-    opts = options(spec)
-    mode = opts.get("mode", "mean")
-    attribution = spec_data(spec, "attribution")
-    patching = spec_data(spec, "patching")
-    ranked = rank_components(ctx, spec, attribution, patching, mode)
-    dimension = pick_dimension(spec, ranked, opts.get("dimension"))
+    rs = ranked_spec(spec, ctx)
+    opts, mode, patching, ranked, dimension = rs.opts, rs.mode, rs.patching, rs.ranked, rs.dimension
     r = ranked[dimension]
     _, patch_rows = read_rows(ctx, patching, rankstats.PATCHING_FIELDS + ("patched_margin",))
     rows = [

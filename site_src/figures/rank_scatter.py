@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import altair as alt
 
-from .data import fmt_rank, options, pick_dimension, rank_components, spec_data
+from .data import fmt_rank, ranked_spec
 from .types import Control, FigureParts, Table
 
 
 def build(spec: dict, ctx) -> FigureParts:
-    opts = options(spec)
-    mode = opts.get("mode", "mean")
-    attribution = spec_data(spec, "attribution")
-    patching = spec_data(spec, "patching")
-    ranked = rank_components(ctx, spec, attribution, patching, mode)
-    dimension = pick_dimension(spec, ranked, opts.get("dimension"))
+    rs = ranked_spec(spec, ctx)
+    mode, ranked, dimension = rs.mode, rs.ranked, rs.dimension
 
     rows = []
     for dim, r in ranked.items():

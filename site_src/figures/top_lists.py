@@ -8,18 +8,15 @@ from __future__ import annotations
 
 from html import escape
 
-from .data import computed, file_receipt, fmt_rank, options, pick_dimension, rank_components, spec_data
+from .data import computed, file_receipt, fmt_rank, ranked_spec
 from .types import FigureParts, Table
 
 
 def build(spec: dict, ctx) -> FigureParts:
-    opts = options(spec)
-    mode = opts.get("mode", "mean")
+    rs = ranked_spec(spec, ctx)
+    opts, mode, attribution, patching, ranked, dimension = (
+        rs.opts, rs.mode, rs.attribution, rs.patching, rs.ranked, rs.dimension)
     n = int(opts.get("n", 10))
-    attribution = spec_data(spec, "attribution")
-    patching = spec_data(spec, "patching")
-    ranked = rank_components(ctx, spec, attribution, patching, mode)
-    dimension = pick_dimension(spec, ranked, opts.get("dimension"))
     r = ranked[dimension]
     attr_base, patch_base = file_receipt(ctx, attribution), file_receipt(ctx, patching)
     where = f"dimension {dimension}, {mode} patching, over the {len(r.components)} components both files cover"
