@@ -8,12 +8,12 @@ import yaml
 
 from .errors import BuildError
 
-FIELDS = ("title", "summary", "subject", "question", "access", "trust", "claim", "bundle", "reproduction")
+FIELDS = ("title", "nav_title", "summary", "subject", "question", "access", "trust", "claim", "bundle", "reproduction")
 REQUIRED = ("title", "summary")
 STUDY_REQUIRED = ("subject", "question", "access", "trust", "claim", "reproduction")
 TRUST = ("exploratory", "calibrated", "registered")
 CLAIMS = ("observational", "causal", "observational vs causal")
-PROSE_FIELDS = ("title", "summary", "subject", "question", "access", "reproduction")
+PROSE_FIELDS = ("title", "nav_title", "summary", "subject", "question", "access", "reproduction")
 
 
 @dataclass

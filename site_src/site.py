@@ -134,7 +134,8 @@ def _bundle(root: Path, page, bundles: dict, errors):
 
 
 def _nav(pages, order, current, prefix):
-    return [{"title": pages[n].meta.get("title", n), "href": rel_href(prefix, pages[n].url),
+    # nav_title: a short label for the navigation bar, where a page's title is a whole question
+    return [{"title": pages[n].meta.get("nav_title") or pages[n].meta.get("title", n), "href": rel_href(prefix, pages[n].url),
              "current": current is not None and pages[n] is current} for n in order]
 
 

@@ -85,6 +85,16 @@ def test_navigation_order_and_appended_pages(site):
     assert 'href="explainer/"' in home and "<h2 id=\"list-explainers\">Explainers</h2>" in home
 
 
+def test_nav_title_labels_the_navigation_and_the_title_stays(site):
+    write_page(site, "long.md", "## A section\n\nText.\n",
+               "title: A page whose title is a whole long question?\nnav_title: Short\nsummary: Short label.\n")
+    assert run(site) == 0
+    html = (site / "public/long/index.html").read_text()
+    nav = html[html.index('<nav aria-label="Site">'): html.index("</nav>")]
+    assert 'aria-current="page">Short</a>' in nav
+    assert "<h1" in html and "A page whose title is a whole long question?" in html
+
+
 def test_all_links_are_relative(site):
     run(site)
     for path in (site / "public").rglob("*.html"):
