@@ -1,0 +1,67 @@
+"""The built site stands on its own: no URL of another host in any file it serves, and every
+figure readable with JavaScript switched off."""
+from __future__ import annotations
+
+import re
+
+# XML namespace names are identifiers, never fetched.
+NAMESPACES = {
+    "http://www.w3.org/2000/svg",
+    "http://www.w3.org/1999/xlink",
+    "http://www.w3.org/2000/xmlns/",
+    "http://www.w3.org/1998/Math/MathML",
+    "http://www.w3.org/1999/xhtml",
+}
+# The vendored Vega runtime carries its own constants (a schema id, the editor link of an action
+# the site switches off, an issue link in a warning). They are library text, not requests: the
+# browser tests block and count any request that leaves 127.0.0.1, and find none.
+VENDORED = {"assets/vega-runtime.js"}
+URL = re.compile(r"""(?:https?|wss?|ftp):(?://)?[^\s"'<>)]+|(?:src|href|action)\s*=\s*["']?//[^\s"'<>]+""", re.I)
+TEXT = {".html", ".css", ".js", ".json", ".jsonl", ".md", ".txt", ".csv", ".svg", ".xml", ".py", ""}
+
+
+def test_no_url_of_another_host_in_any_served_file(site_dir):
+    offenders = []
+    for path in sorted(site_dir.rglob("*")):
+        rel = path.relative_to(site_dir).as_posix()
+        if not path.is_file() or path.suffix not in TEXT or rel in VENDORED:
+            continue
+        text = path.read_text("utf-8", errors="replace")
+        for number, line in enumerate(text.splitlines(), start=1):
+            for match in URL.findall(line):
+                if match.rstrip(".,;") not in NAMESPACES:
+                    offenders.append(f"{rel}:{number}: {match[:120]}")
+    assert not offenders, "URLs of other hosts in public/:\n" + "\n".join(offenders[:40])
+
+
+def test_url_check_can_fail():
+    assert URL.findall('<script src="https://cdn.example/x.js">') and URL.findall("<img src=//cdn.example/a.png>")
+
+
+def test_every_figure_shows_with_javascript_off(browser, base_url, site_dir, kit):
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 1280, "height": 900})
+    try:
+        seen = 0
+        problems = []
+        for path in kit.built_pages(site_dir):
+            if path.startswith("source/"):
+                continue
+            page = context.new_page()
+            page.goto(base_url + path, wait_until="load")
+            for index, figure in enumerate(page.locator("[data-figure-kind]").all()):
+                kind = figure.get_attribute("data-figure-kind")
+                shown = [s for s in figure.locator("svg").all() if s.is_visible()]
+                listed = figure.locator("ol, ul, table").count()
+                # top lists are HTML, not SVG; every other kind must show a static drawing
+                if not shown and not listed:
+                    problems.append(f"{path or 'home'}: figure {index} ({kind}) shows nothing with JS off")
+                elif shown:
+                    box = shown[0].bounding_box()
+                    if not box or box["width"] < 50 or box["height"] < 50:
+                        problems.append(f"{path or 'home'}: figure {index} ({kind}) SVG is {box}")
+                seen += 1
+            page.close()
+        assert seen, "no figure found on any page"
+        assert not problems, "\n".join(problems)
+    finally:
+        context.close()
