@@ -236,7 +236,12 @@ def build(root: Path, out: Path | None = None, keep: bool = True) -> BuildResult
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}-old-", dir=parent))
             os.replace(out, old / "tree")
-        os.replace(staging, out)
+        try:
+            os.replace(staging, out)
+        except OSError:
+            if old is not None:  # put the previous site back rather than leave no site at all
+                os.replace(old / "tree", out)
+            raise
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         return result
