@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -115,5 +116,19 @@ def main(argv: list[str] | None = None) -> int:
     return {"build": cmd_build, "check": cmd_check, "serve": cmd_serve, "ref": cmd_ref}[command](args)
 
 
+def _use_project_environment() -> None:
+    """Run under the repository's .venv when this interpreter lacks the generator's dependencies,
+    so `python build.py` works without activating anything; otherwise say what to install."""
+    try:
+        import jinja2, markdown_it, mdit_py_plugins, latex2mathml, yaml, altair, vl_convert  # noqa: F401,E401
+    except ImportError as exc:
+        venv_python = HERE / ".venv" / "bin" / "python"
+        in_venv = Path(sys.prefix).resolve() == (HERE / ".venv").resolve()
+        if venv_python.is_file() and not in_venv:
+            os.execv(str(venv_python), [str(venv_python), str(Path(__file__).resolve()), *sys.argv[1:]])
+        sys.exit(f"build.py: missing dependency {exc.name!r}; run `make site` (or `pip install -e .`) first")
+
+
 if __name__ == "__main__":
+    _use_project_environment()
     sys.exit(main())
