@@ -4,8 +4,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 from .errors import MeasureError
@@ -33,23 +31,6 @@ def jsonl_text(rows: list[dict], places: int = 8) -> str:
 
 def json_text(obj, places: int = 6) -> str:
     return json.dumps(fixed(obj, places), indent=2, ensure_ascii=False) + "\n"
-
-
-def write_atomic(path: Path, text: str | bytes) -> None:
-    """Write to a temporary file beside `path`, then rename: a killed run never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = text.encode("utf-8") if isinstance(text, str) else text
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; bundle files are ordinary readable files
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def sha256_file(path: Path) -> str:

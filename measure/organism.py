@@ -17,7 +17,9 @@ from pathlib import Path
 import torch
 
 from . import organism_data as od
-from .jsonio import json_text, jsonl_text, write_atomic
+from site_src.files import write_atomic
+
+from .jsonio import json_text, jsonl_text
 from .wordtok import SPECIALS, WordTokenizer
 
 SETTINGS = {

@@ -13,17 +13,18 @@ import json
 import os
 import platform
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import torch
 
+from site_src.files import git_state, write_atomic
+
 from .adapter import load
 from .errors import MeasureError
 from .instruments import MODES, StatsAccumulator
-from .jsonio import json_text, jsonl_text, read_jsonl, sha256_file, write_atomic
+from .jsonio import json_text, jsonl_text, read_jsonl, sha256_file
 from .readme import bundle_readme
 from .rows import attribution_gap, shard_rows
 from .summary import golden
@@ -87,9 +88,8 @@ def weights_identity(folder: Path) -> dict:
 
 
 def git_commit() -> dict:
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain"))}
+    head, dirty = git_state(REPO)
+    return {"commit": head, "dirty": dirty}
 
 
 def versions() -> dict:

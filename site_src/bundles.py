@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 
+from .files import git_state
+
 KIT_DIR = Path(__file__).resolve().parent.parent / "bundle_kit"
 KIT_FILES = ("rankstats.py", "reproduce.py")  # copied from bundle_kit/ into every zip at build time
 REQUIRED = ("README.md", "attribution_per_pair.jsonl", "golden.json", "patching_per_pair.jsonl")
@@ -170,13 +172,8 @@ def run_reproduce(name: str, zip_bytes: bytes, python: str = sys.executable) -> 
 
 def git_commit(repo_root: Path) -> str:
     """HEAD of `repo_root`, with `+dirty` when tracked or untracked files differ from it."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(repo_root), *args], capture_output=True, text=True,
-                              check=True, timeout=30).stdout
-    try:
-        head = git("rev-parse", "HEAD").strip()
-        dirty = bool(git("status", "--porcelain").strip())
-    except (OSError, subprocess.SubprocessError):
+    head, dirty = git_state(repo_root)
+    if head is None:
         return "unknown (not a git checkout)"
     return head + ("+dirty" if dirty else "")
 

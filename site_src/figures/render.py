@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 
 import vl_convert
+
+from site_src.files import write_atomic
 
 VL_VERSION = "6.4"
 # Bump when the post-processing below changes, so stale cache entries are not reused.
@@ -44,17 +44,10 @@ def compile_and_render(vl_spec: dict, cache_dir: Path) -> tuple[dict, str]:
     svg = canonical_ids(vl_convert.vega_to_svg(vg_spec, allowed_base_urls=[]))
     STATS["rendered"] += 1
     cache_dir.mkdir(parents=True, exist_ok=True)
-    _write_atomic(vg_path, json.dumps(vg_spec, sort_keys=True, separators=(",", ":")))
-    _write_atomic(svg_path, svg)
+    # builds may run side by side (serve + build): never leave a half-written cache entry
+    write_atomic(vg_path, json.dumps(vg_spec, sort_keys=True, separators=(",", ":")))
+    write_atomic(svg_path, svg)
     return vg_spec, svg
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    # Builds may run side by side (serve + build); never leave a half-written cache entry.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 _XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')

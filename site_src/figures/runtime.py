@@ -14,6 +14,8 @@ from pathlib import Path
 
 import vl_convert
 
+from site_src.files import write_atomic
+
 from .render import VL_VERSION
 
 RUNTIME = "vega-runtime.js"
@@ -49,10 +51,7 @@ def _runtime(cache_dir: Path | None) -> bytes:
     if path.is_file():
         return path.read_bytes()
     data = _bundle()
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_atomic(path, data)
     return data
 
 
