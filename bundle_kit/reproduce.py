@@ -6,7 +6,11 @@ Usage: python reproduce.py [BUNDLE_DIR]    (default: the folder this file sits i
 Standard library only, Python 3.10 or newer; no GPU, no network. The statistics come from
 `rankstats.py` beside this file, the same module the site build and the measurement stage use.
 
-Exit status: 0 when every recomputed value agrees with golden.json within its tolerance,
+The tolerance is `contract.TOLERANCE` (contract.py beside this file), never a value from the
+golden.json being checked: a fixture cannot set its own bar. A golden.json `tolerance` key may
+stay as information, but it must equal the contract's, or the check refuses the fixture.
+
+Exit status: 0 when every recomputed value agrees with golden.json within the contract's tolerance,
 1 when one does not, 2 when a file is missing or malformed (the message names file and line),
 3 on an unexpected error in this script itself.
 """
@@ -22,16 +26,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-try:
-    import rankstats  # noqa: E402  (needs the path set above)
-    from rankstats import FixtureError  # noqa: E402
-except ImportError:  # e.g. reproduce.py downloaded on its own
-    print("reproduce.py: rankstats.py: missing; it ships beside reproduce.py in the bundle zip", file=sys.stderr)
-    sys.exit(2)
+for _kit in ("rankstats", "contract"):
+    if not os.path.isfile(os.path.join(HERE, _kit + ".py")):  # e.g. reproduce.py downloaded on its own
+        print(f"reproduce.py: {_kit}.py: missing; it ships beside reproduce.py in the bundle zip", file=sys.stderr)
+        sys.exit(2)
+import contract  # noqa: E402  (needs the path set above)
+import rankstats  # noqa: E402
+from rankstats import FixtureError  # noqa: E402
 
-ATTRIBUTION = "attribution_per_pair.jsonl"
-PATCHING = "patching_per_pair.jsonl"
-GOLDEN = "golden.json"
+ATTRIBUTION = contract.ATTRIBUTION
+PATCHING = contract.PATCHING
+GOLDEN = contract.GOLDEN
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = json.decoder.WHITESPACE
@@ -206,9 +211,13 @@ def check(folder: str) -> tuple[list[str], bool]:
     """Recompute everything; return the report's lines and whether it agrees with golden.json."""
     golden = Golden(folder)
     mode = golden.get("rank_mode", kind="text")
-    tolerance = golden.get("tolerance", kind="number")
-    if tolerance < 0:
-        raise FixtureError(GOLDEN, golden.line("tolerance"), "tolerance is negative")
+    tolerance = contract.TOLERANCE
+    if "tolerance" in golden.data:  # information only; it may not differ from the contract's bar
+        stated = golden.get("tolerance", kind="number")
+        if stated != tolerance:
+            raise FixtureError(GOLDEN, golden.line("tolerance"),
+                               f"tolerance is {stated:g}, but the check's bar is contract.py TOLERANCE = {tolerance:g}; "
+                               "a fixture cannot set its own bar (remove the key or make it equal)")
     published = golden.get("per_dimension_rho", kind="object")
     published_mean = golden.get("mean_rho", kind="number-or-null")
     for dimension in published:

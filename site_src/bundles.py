@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 
+from bundle_kit import contract
+
 from .files import git_state
 
 KIT_DIR = Path(__file__).resolve().parent.parent / "bundle_kit"
-KIT_FILES = ("rankstats.py", "reproduce.py")  # copied from bundle_kit/ into every zip at build time
-REQUIRED = ("README.md", "attribution_per_pair.jsonl", "golden.json", "patching_per_pair.jsonl")
+KIT_FILES = contract.KIT_FILES  # copied from bundle_kit/ into every zip at build time
+REQUIRED = contract.REQUIRED_FILES
 # Git may check text out with CRLF on some machines; the zip must not depend on that.
 TEXT_SUFFIXES = {".json", ".jsonl", ".md", ".py", ".txt", ".csv", ".yaml", ".yml", ".tsv"}
 SKIPPED = re.compile(r"(^|/)(\.|__pycache__(/|$))|\.pyc$|~$")

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bundle_kit import contract
+
 REPO = Path(__file__).resolve().parents[2]
 TINY = Path(__file__).resolve().parent / "fixtures" / "tiny"
 KIT = REPO / "bundle_kit"
@@ -18,7 +20,7 @@ def unzipped(tmp_path) -> Path:
     """A copy of the tiny study with the kit files beside it, as a user's unzipped bundle."""
     folder = tmp_path / "tiny"
     shutil.copytree(TINY, folder)
-    for name in ("reproduce.py", "rankstats.py"):
+    for name in contract.KIT_FILES:
         shutil.copy(KIT / name, folder / name)
     return folder
 

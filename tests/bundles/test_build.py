@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import io
 import shutil
 import subprocess
@@ -33,8 +34,10 @@ def test_build_from_another_working_directory(tiny, tmp_path):
     code = ("import sys; from pathlib import Path; from site_src import bundles; "
             "b = bundles.build_bundle(Path(sys.argv[1]), Path(sys.argv[2])); "
             "sys.stdout.write(b.sha256)")
+    # this checkout's site_src, not whichever one the venv's editable install points at
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-c", code, str(TINY), str(REPO)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout == tiny.sha256
 
@@ -65,7 +68,7 @@ def test_zip_layout(tiny):
         infos = archive.infolist()
         names = [info.filename for info in infos]
         assert names == sorted(names) == [f.name for f in tiny.files]
-        assert names == ["README.md", "attribution_per_pair.jsonl", "golden.json",
+        assert names == ["README.md", "attribution_per_pair.jsonl", "contract.py", "golden.json",
                          "patching_per_pair.jsonl", "rankstats.py", "reproduce.py"]
         for info in infos:
             assert info.date_time == (1980, 1, 1, 0, 0, 0)
@@ -116,6 +119,16 @@ def test_failing_check_fails_the_build_naming_the_bundle(tmp_path):
     golden = study / "golden.json"
     golden.write_text(golden.read_text().replace('"honesty": -0.028571', '"honesty": 0.9'))
     with pytest.raises(bundles.BundleError, match=r"bundle broken: reproduce.py exited 1:(.|\n)*golden.json:\d+: per_dimension_rho/honesty"):
+        bundles.build_bundle(study, tmp_path)
+
+
+def test_golden_tolerance_of_10_and_a_tampered_rho_fail_the_build(tmp_path):
+    study = tmp_path / "bundles" / "loose"
+    shutil.copytree(TINY, study)
+    golden = study / "golden.json"
+    text = golden.read_text().replace('"honesty": -0.028571', '"honesty": -0.99')
+    golden.write_text(text.replace('"tolerance": 1e-06', '"tolerance": 10'))
+    with pytest.raises(bundles.BundleError, match=r"bundle loose: reproduce.py exited 2:(.|\n)*golden.json:\d+: tolerance is 10, but"):
         bundles.build_bundle(study, tmp_path)
 
 

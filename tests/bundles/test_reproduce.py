@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from bundle_kit import rankstats
+from bundle_kit import contract, rankstats
 
 TINY = Path(__file__).resolve().parent / "fixtures" / "tiny"
 
@@ -159,7 +159,7 @@ def test_disagreement_within_tolerance_passes(unzipped, run_check):
 
 @pytest.mark.parametrize("needle, change, message", [
     ('"safety"', lambda t: re.sub(r"-?\d\.\d+", '"high"', t), 'per_dimension_rho/safety is "high", expected a number'),
-    ('"tolerance"', lambda t: t.replace("1e-06", "-1"), "tolerance is negative"),
+    ('"tolerance"', lambda t: t.replace("1e-06", "-1"), "tolerance is -1, but the check's bar is contract.py TOLERANCE"),
     ('"rank_mode"', lambda t: t.replace('"mean"', "7"), "rank_mode is 7, expected a non-empty string"),
     ('"patching_rows"', lambda t: t.replace("270", "2.5"), "counts/patching_rows is 2.5"),
     ('"study"', lambda t: t.replace('"tiny",', '"tiny"'), "not valid JSON"),
@@ -212,7 +212,7 @@ def test_output_is_deterministic(unzipped, run_check):
     assert first.stdout == second.stdout and first.returncode == 0
 
 
-@pytest.mark.parametrize("name", ["reproduce.py", "rankstats.py"])
+@pytest.mark.parametrize("name", contract.KIT_FILES)
 def test_kit_is_stdlib_only_python_3_10(name):
     import ast
     import sys
@@ -224,7 +224,7 @@ def test_kit_is_stdlib_only_python_3_10(name):
             imported |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             imported.add(node.module.split(".")[0])
-    allowed = set(sys.stdlib_module_names) | {"__future__", "rankstats"}
+    allowed = set(sys.stdlib_module_names) | {"__future__", "rankstats", "contract"}
     assert imported <= allowed, imported - allowed
 
 
@@ -245,7 +245,55 @@ def test_larger_study_agrees_with_scipy(tmp_path, seed):
         assert rhos[dimension] == pytest.approx(rho, abs=1e-9)
 
 
-def test_missing_rankstats_is_named(unzipped, run_check):
-    (unzipped / "rankstats.py").unlink()
+@pytest.mark.parametrize("name", ["rankstats.py", "contract.py"])
+def test_missing_kit_file_is_named(unzipped, run_check, name):
+    (unzipped / name).unlink()
     done = run_check(unzipped, "-I", "-S")
-    assert done.returncode == 2 and "rankstats.py: missing" in done.stderr
+    assert done.returncode == 2 and f"{name}: missing" in done.stderr
+
+
+# ---------------------------------------------------------------- a check cannot set its own bar
+
+def _loosen_and_tamper(folder: Path, tolerance: str | None) -> tuple[int, int]:
+    """Set golden.json's tolerance (None: drop the key) and one rho to -0.99; return both lines."""
+    rho_line = _golden_line(folder, '"honesty"')
+    _edit(folder / "golden.json", rho_line, lambda t: re.sub(r"-?\d\.\d+", "-0.99", t))
+    tol_line = _golden_line(folder, '"tolerance"')
+    if tolerance is None:
+        _edit(folder / "golden.json", tol_line, lambda t: "")
+        rho_line -= rho_line > tol_line
+    else:
+        _edit(folder / "golden.json", tol_line, lambda t: t.replace("1e-06", tolerance))
+    return tol_line, rho_line
+
+
+def test_golden_tolerance_of_10_does_not_pass_a_tampered_rho(unzipped, run_check):
+    tol_line, _ = _loosen_and_tamper(unzipped, "10")
+    done = _fails(run_check, unzipped, 2, f"golden.json:{tol_line}: tolerance is 10, but the check's bar is "
+                                          f"contract.py TOLERANCE = {contract.TOLERANCE:g}")
+    assert "a fixture cannot set its own bar" in done.stderr
+
+
+def test_without_a_tolerance_key_the_contract_bar_applies(unzipped, run_check):
+    _tol, rho_line = _loosen_and_tamper(unzipped, None)
+    done = _fails(run_check, unzipped, 1, f"golden.json:{rho_line}: per_dimension_rho/honesty disagrees by")
+    assert f"(tolerance {contract.TOLERANCE:g})" in done.stdout
+
+
+def test_golden_tolerance_key_is_information_when_it_equals_the_contract(unzipped, run_check):
+    golden = json.loads((unzipped / "golden.json").read_text())
+    assert golden["tolerance"] == contract.TOLERANCE
+    del golden["tolerance"]
+    (unzipped / "golden.json").write_text(json.dumps(golden, indent=2) + "\n")
+    assert run_check(unzipped, "-I", "-S").returncode == 0
+
+
+def test_a_looser_contract_bar_would_pass_it(unzipped, run_check):
+    """The bar really is read from contract.py: loosen it there and the small tamper passes."""
+    line = _golden_line(unzipped, '"safety"')
+    _edit(unzipped / "golden.json", line, lambda t: re.sub(r"(-?\d\.\d+)", lambda m: f"{float(m.group(1)) + 0.01:.6f}", t))
+    assert run_check(unzipped, "-I", "-S").returncode == 1
+    _edit(unzipped / "golden.json", _golden_line(unzipped, '"tolerance"'), lambda t: "")
+    contract_py = unzipped / "contract.py"
+    contract_py.write_text(contract_py.read_text().replace("TOLERANCE = 1e-6", "TOLERANCE = 0.1"))
+    assert run_check(unzipped, "-I", "-S").returncode == 0
