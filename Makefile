@@ -23,9 +23,10 @@ setup-test: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[measure,test]'
 
-# Debian's Chromium for the browser suite, and axe-core from npm.
+# Debian's Chromium for the browser suite, Java for the Nu HTML checker, and axe-core from npm.
 browser-deps:
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
+	@command -v java >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless)
 	@[ -d node_modules/axe-core ] || npm ci --no-audit --no-fund --silent
 
 test: setup-test browser-deps

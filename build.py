@@ -5,6 +5,7 @@
     python build.py serve            build, serve public/ on 127.0.0.1, rebuild on changes
     python build.py check            build into a temporary directory and report; public/ untouched
     python build.py ref FILE:LINE [KEY]   print a reference's value and receipt
+    python build.py verify-quoted PATH    check quoted/ against a copy of the file it quotes
 """
 from __future__ import annotations
 
@@ -90,6 +91,19 @@ def cmd_ref(args) -> int:
     return 0
 
 
+def cmd_verify_quoted(args) -> int:
+    from site_src.quoted import load, verify_against
+    fixture = args.fixture if args.fixture.is_absolute() else args.root / args.fixture
+    problems = verify_against(load(fixture), args.source)
+    for line in problems:
+        print(f"error: {line}", file=sys.stderr)
+    if problems:
+        print(f"verify-quoted failed: {len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    print(f"verify-quoted ok: {fixture.name} agrees with {args.source}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="build.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -105,15 +119,23 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("ref", help="resolve one value reference and print its value and receipt",
                        description="Resolve a reference (FILE:LINE, FILE#KEY, FILE:LINE#KEY, or FILE | STAGES) "
                                    "against the repository (and the working directory), e.g. "
-                                   "`build.py ref ../shared/reference/reward-lens-golden.json:9`.")
+                                   "`build.py ref quoted/reward-lens-e04.json#mean_rho/ArmoRM-Llama3-8B-v0.1`.")
     _root_args(p)
     p.add_argument("reference", help="the reference, as written between {{ }} on a page")
     p.add_argument("key", nargs="?", help="a key path; the same as writing FILE:LINE#KEY")
     p.add_argument("--bundle", help="resolve FILE inside bundles/BUNDLE/ first, as on a study page")
+    p = sub.add_parser("verify-quoted", help="check a fixture of quoted figures against a copy of the file it quotes",
+                       description="Compare quoted/FIXTURE with a copy of the source file it cites (never committed): "
+                                   "every recorded line and every quoted value must agree.")
+    _root_args(p)
+    p.add_argument("source", type=Path, help="a copy of the quoted project's file (e.g. reward-lens-golden.json)")
+    p.add_argument("--fixture", type=Path, default=Path("quoted/reward-lens-e04.json"),
+                   help="the fixture to check (default: quoted/reward-lens-e04.json)")
     args = parser.parse_args(argv)
     args.root = args.root.resolve()
     command = args.command or "build"
-    return {"build": cmd_build, "check": cmd_check, "serve": cmd_serve, "ref": cmd_ref}[command](args)
+    return {"build": cmd_build, "check": cmd_check, "serve": cmd_serve, "ref": cmd_ref,
+            "verify-quoted": cmd_verify_quoted}[command](args)
 
 
 def _use_project_environment() -> None:

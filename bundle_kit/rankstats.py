@@ -1,7 +1,8 @@
 """Rank statistics shared by the measurement stage, the site build and every study bundle.
 
 Standard library only, Python 3.10+: this file is copied verbatim into each bundle zip, where
-`reproduce.py` imports it. Definitions follow DESIGN.md:
+`reproduce.py` imports it. Every definition is written out in docs/statistics.md of the
+repository this file comes from; in short:
 
 - attribution score of a component = mean signed margin attribution over pairs (rank 1 = largest)
 - patch score of a component = mean |effect| / |clean margin| over pairs (rank 1 = largest)

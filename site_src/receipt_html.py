@@ -22,9 +22,12 @@ def receipt_html(resolved: Resolved, text: str, rid: str, prefix: str) -> Markup
     raw = raw_text(resolved.value)
     tip = f"{resolved.receipt}. Raw value: {raw}"
     attrs = (f' id="{rid}-v" aria-describedby="{rid}" data-value="{escape(raw)}" data-source="{escape(resolved.location)}"')
+    # text values (a label, a citation) read as prose, not as a number: styled apart (site.css)
+    numeric = isinstance(resolved.value, (int, float)) and not isinstance(resolved.value, bool)
+    outer = "ref" if numeric else "ref ref-text"
     if resolved.href:
         value = f'<a class="ref-value" href="{escape(prefix + resolved.href)}"{attrs}>{escape(text)}</a>'
     else:  # only outside-repository files (the `ref` command) lack a published view
         value = f'<span class="ref-value" tabindex="0"{attrs}>{escape(text)}</span>'
-    return Markup(f'<span class="ref">{value}<span class="ref-tip" role="tooltip" id="{rid}">'
+    return Markup(f'<span class="{outer}">{value}<span class="ref-tip" role="tooltip" id="{rid}">'
                   f"{escape(tip)}</span></span>")

@@ -14,7 +14,7 @@ TINY = Path(__file__).resolve().parent / "fixtures" / "tiny"
 
 
 def _scores_by_hand(folder: Path, mode: str) -> dict:
-    """Component scores straight from DESIGN.md, without rankstats: {dim: {comp: (attr, patch)}}."""
+    """Component scores straight from docs/statistics.md, without rankstats: {dim: {comp: (attr, patch)}}."""
     attribution = [json.loads(line) for line in (folder / "attribution_per_pair.jsonl").open()]
     patching = [json.loads(line) for line in (folder / "patching_per_pair.jsonl").open()]
     patched = {(r["dimension"], r["pair_id"], r["component"]): r for r in patching if r["mode"] == mode}

@@ -1,4 +1,5 @@
 """The command line: help everywhere, exit codes, and `ref` on a real fixture nobody here wrote."""
+import os
 import shutil
 import subprocess
 import sys
@@ -7,9 +8,6 @@ from pathlib import Path
 import pytest
 
 from generator_helpers import REPO, run
-
-SHARED_REFERENCE = REPO.parent / "shared" / "reference" / "reward-lens-golden.json"
-
 
 @pytest.mark.parametrize("args", [[], ["build"], ["check"], ["serve"], ["ref"]])
 def test_help_everywhere(args, capsys):
@@ -52,23 +50,32 @@ def test_ref_errors(site, capsys):
     assert "data/golden.json:8: line 8 holds 'counts/dimensions', not 'counts/pairs', which is now at line 7" in err
 
 
-@pytest.mark.skipif(not SHARED_REFERENCE.is_file(), reason="../shared/reference is not present")
-def test_ref_on_the_shared_reference(capsys, monkeypatch):
-    monkeypatch.chdir(REPO)
-    rel = "../shared/reference/reward-lens-golden.json"
+def test_ref_on_a_file_outside_the_repository(tmp_path, capsys, monkeypatch):
+    """`ref` reads a file beside the repository, as an author checks a copy of a quoted source;
+    the file is laid out here from the repository's own quoted fixture (nothing from outside)."""
+    import json
+    quoted = json.loads((REPO / "quoted" / "reward-lens-e04.json").read_text())
+    data = {"source": "run", "note": "n", "E04": {
+        "per_model_mean_rho": dict(sorted(quoted["mean_rho"].items())),
+        "per_model_dimension_rho": dict(sorted(quoted["per_dimension_rho"].items()))}}
+    (tmp_path / "golden.json").write_text(json.dumps(data, indent=2) + "\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    rel = "../golden.json"
+    shown = os.path.relpath(tmp_path / "golden.json", REPO)  # receipts name files from the repository root
+    model = "Skywork-Reward-Llama-3.1-8B-v0.2"
     assert run(REPO, "ref", f"{rel}:9") == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "-0.170885" and out[2] == f"Recorded at {rel}:9"
+    assert out[0] == "-0.170885" and out[2] == f"Recorded at {shown}:9"
     assert run(REPO, "ref", f"{rel}:54") == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == f"block of 12 entries  (Recorded at {rel}:54)"
-    entries = out[1:13]
-    assert entries[0].split() == ["helpfulness:", "-0.305981", "Recorded", "at", f"{rel}:55"]
-    assert entries[-1].startswith("  math_correctness: 0.152893") and entries[-1].endswith(f"{rel}:66")
+    assert out[0] == f"block of 12 entries  (Recorded at {shown}:54)"
+    assert out[1].split() == ["code_correctness:", "-0.441117", "Recorded", "at", f"{shown}:55"]
     # line and key together, and a disagreement
-    assert run(REPO, "ref", f"{rel}:9", "E04/per_model_mean_rho/Skywork-Reward-Llama-3.1-8B-v0.2") == 0
+    assert run(REPO, "ref", f"{rel}:9", f"E04/per_model_mean_rho/{model}") == 0
     assert capsys.readouterr().out.startswith("-0.170885\n")
-    assert run(REPO, "ref", f"{rel}:6", "E04/per_model_mean_rho/Skywork-Reward-Llama-3.1-8B-v0.2") == 1
+    assert run(REPO, "ref", f"{rel}:6", f"E04/per_model_mean_rho/{model}") == 1
     assert "which is now at line 9" in capsys.readouterr().err
     assert run(REPO, "ref", f"{rel}:54 | count value < 0 | fmt d") == 0
     assert capsys.readouterr().out.startswith("8\n")

@@ -1,4 +1,4 @@
-"""The shared rank statistics agree with scipy and with their definitions in DESIGN.md."""
+"""The shared rank statistics agree with scipy and with their definitions in docs/statistics.md."""
 import math
 import random
 
