@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Recompute a study's rank correlations from its per-pair rows and compare them with golden.json.
 
-Usage: python reproduce.py [BUNDLE_DIR]    (default: the folder this file sits in)
+Usage: python reproduce.py [--record] [BUNDLE_DIR]    (default: the folder this file sits in)
+
+With --record it prints, instead of the plain report, a reproduction record (YAML): the
+platform, the Python version, the date, the bundle's file-listing sha256 and the full output.
+Commit it unedited as reproductions/<study>/<name>.yaml; the site build checks it against the
+current bundle and lists it on the study page (see record.py).
 
 Standard library only, Python 3.10 or newer; no GPU, no network. The statistics come from
 `rankstats.py` beside this file, the same module the site build and the measurement stage use.
@@ -26,12 +31,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-for _kit in ("rankstats", "contract"):
+for _kit in ("rankstats", "contract", "record"):
     if not os.path.isfile(os.path.join(HERE, _kit + ".py")):  # e.g. reproduce.py downloaded on its own
         print(f"reproduce.py: {_kit}.py: missing; it ships beside reproduce.py in the bundle zip", file=sys.stderr)
         sys.exit(2)
 import contract  # noqa: E402  (needs the path set above)
 import rankstats  # noqa: E402
+import record  # noqa: E402
 from rankstats import FixtureError  # noqa: E402
 
 ATTRIBUTION = contract.ATTRIBUTION
@@ -308,8 +314,11 @@ def main(argv: list[str] | None = None) -> int:
     if args and args[0] in ("-h", "--help"):
         print(__doc__.strip())
         return 0
-    if len(args) > 1:
-        print("usage: python reproduce.py [BUNDLE_DIR]", file=sys.stderr)
+    recording = bool(args) and args[0] == "--record"
+    if recording:
+        args = args[1:]
+    if len(args) > 1 or (args and args[0].startswith("-")):
+        print("usage: python reproduce.py [--record] [BUNDLE_DIR]", file=sys.stderr)
         return 2
     folder = args[0] if args else HERE
     # A terminal that cannot show a character must not crash the check.
@@ -317,15 +326,34 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.reconfigure(errors="backslashreplace")
     try:
         lines, ok = check(folder)
+        status, output = (0 if ok else 1), "\n".join(lines) + "\n"
     except FixtureError as exc:
-        print(f"reproduce.py: {exc}", file=sys.stderr)
-        return 2
+        status, output = 2, f"reproduce.py: {exc}\n"
     except Exception:  # a bug here must not read as "disagrees" (1) or "bad file" (2)
         import traceback
         traceback.print_exc()
         return 3
-    print("\n".join(lines))
-    return 0 if ok else 1
+    if recording:  # a failing check is recorded too: a failed reproduction is shown, never hidden
+        sys.stdout.write(_record(folder, status, output))
+    elif status == 2:
+        sys.stderr.write(output)
+    else:
+        sys.stdout.write(output)
+    return status
+
+
+def _record(folder: str, status: int, output: str) -> str:
+    try:
+        out = os.fstat(sys.stdout.fileno())
+        skip = (out.st_dev, out.st_ino)  # `--record > record.yaml` inside the folder itself
+    except (OSError, ValueError, AttributeError):
+        skip = None
+    study = os.path.basename(os.path.abspath(folder))
+    try:
+        study = Golden(folder).data.get("study") or study
+    except FixtureError:
+        pass
+    return record.render(str(study), record.folder_files(folder, skip), status, output)
 
 
 if __name__ == "__main__":

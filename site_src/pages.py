@@ -10,7 +10,9 @@ from .errors import BuildError
 
 FIELDS = ("title", "nav_title", "summary", "subject", "question", "access", "trust", "claim", "bundle", "reproduction")
 REQUIRED = ("title", "summary")
-STUDY_REQUIRED = ("subject", "question", "access", "trust", "claim", "reproduction")
+STUDY_REQUIRED = ("subject", "question", "access", "trust", "claim")
+# Computed by the build (site_src/honesty), never typed: a page that types one is refused.
+COMPUTED = {"reproduction": "the reproduction line is computed from the records under reproductions/<study>/"}
 TRUST = ("exploratory", "calibrated", "registered")
 CLAIMS = ("observational", "causal", "observational vs causal")
 PROSE_FIELDS = ("title", "nav_title", "summary", "subject", "question", "access", "reproduction")
@@ -101,6 +103,10 @@ def _validate(page: Page, root: Path, errors) -> None:
         if name not in FIELDS:
             errors.add(BuildError(f"unknown front-matter field {name!r} (known: {', '.join(FIELDS)})",
                                   page.field_where(str(name))))
+    for name, why in COMPUTED.items():
+        if name in meta:
+            errors.add(BuildError(f"front-matter field {name!r} is not typed: {why}; remove the field",
+                                  page.field_where(name)))
     required = REQUIRED + (STUDY_REQUIRED if page.is_study else ())
     for name in required:
         if name not in meta or meta[name] in (None, ""):

@@ -15,6 +15,7 @@ from markupsafe import Markup
 from .config import load_config, order_pages
 from .errors import BuildError, Errors
 from .fixtures import FixtureCache
+from .honesty import Honesty
 from .markdown import make_parser
 from .pages import PROSE_FIELDS, discover, load_page
 from .render import PageRenderer, check_prose, collect_figures, install_render_rules
@@ -70,6 +71,9 @@ def collect(root: Path) -> BuildResult:
         collect_figures(pages[name], md, md_env, errors, figures)
 
     cache = FixtureCache()
+    honesty = Honesty(root, errors, cache)
+    honesty.study_urls = {p.meta["bundle"]: p.url for p in pages.values()
+                          if p.is_study and isinstance(p.meta.get("bundle"), str)}
     used: dict[str, bool] = {}
     files: dict[str, bytes] = {}
     bundles = {}
@@ -89,8 +93,9 @@ def collect(root: Path) -> BuildResult:
         bundle = None
         if page.is_study and isinstance(page.meta.get("bundle"), str) and (root / "bundles" / page.meta["bundle"]).is_dir():
             bundle = _bundle(root, page, bundles, errors)
+        study = honesty.study(page, bundle) if bundle is not None else None
         try:
-            files[page.out_path] = _page_html(jinja, config, page, pages, order, rendered, bundle).encode()
+            files[page.out_path] = _page_html(jinja, config, page, pages, order, rendered, bundle, study).encode()
             if bundle is not None:
                 bundle_pages.append((page.out_path, bundle))
         except jinja2.TemplateError as exc:
@@ -100,6 +105,13 @@ def collect(root: Path) -> BuildResult:
             files.update(importlib.import_module("site_src.bundles").public_files(list(bundles.values())))
         except Exception as exc:
             errors.add(BuildError(f"bundles: {exc}"))
+    try:
+        files.update(honesty.pages(lambda template, prefix, **ctx: jinja.get_template(template).render(
+            **_common(config, pages, order, None, prefix), description=ctx.get("summary", ""), **ctx)))
+    except jinja2.TemplateError as exc:
+        errors.add(BuildError(f"template error in the registration pages: {exc}"))
+    for rel, view in honesty.used.items():
+        used[rel] = used.get(rel, False) or view
     files.update(publish(root, used, lambda rel, data: _source_view(jinja, config, pages, order, rel, data)))
     static = root / "templates" / "static"
     if static.is_dir():
@@ -148,7 +160,7 @@ def _common(config, pages, order, current, prefix):
     }
 
 
-def _page_html(jinja, config, page, pages, order, rendered, bundle) -> str:
+def _page_html(jinja, config, page, pages, order, rendered, bundle, honesty=None) -> str:
     prefix = "../" * page.depth
     provenance = []
     for resolved, text, rid in rendered.values:
@@ -172,7 +184,7 @@ def _page_html(jinja, config, page, pages, order, rendered, bundle) -> str:
         **common,
         page=page, title=page.meta.get("title", ""), summary=page.meta.get("summary", ""),
         description=page.meta.get("summary", ""), body=Markup(rendered.html), headings=rendered.headings,
-        provenance=provenance, listing=listing, bundle=bundle,
+        provenance=provenance, listing=listing, bundle=bundle, honesty=honesty,
     )
 
 

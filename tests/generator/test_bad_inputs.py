@@ -97,7 +97,7 @@ def test_study_page_needs_study_fields(site, capsys):
     before = _fail(site, capsys)
     write_page(site, "bad.md", INTRO, "title: T\nsummary: S\nbundle: demo\n")
     err = _assert_refused(site, capsys, before, "front matter lacks 'subject' (study pages")
-    for name in ("question", "access", "trust", "claim", "reproduction"):
+    for name in ("question", "access", "trust", "claim"):
         assert f"lacks {name!r}" in err
 
 

@@ -172,10 +172,11 @@ def test_study_page_header_and_bundle(site, monkeypatch):
     write_page(site, "studies/demo.md", "## Result\n\nThe mean rho is {{ golden.json:3 }}.\n",
                "title: Demo study\nsummary: A study page.\nsubject: tiny/Reward-Model\nquestion: Where is it?\n"
                "access: forward only\ntrust: calibrated\nclaim: observational vs causal\n"
-               "reproduction: No independent reproduction recorded.\nbundle: demo\n")
+               "bundle: demo\n")
     assert run(site) == 0
     html = (site / "public/studies/demo/index.html").read_text()
     assert "<dt>subject</dt><dd>tiny/Reward-Model</dd>" in html
+    assert "<dt>reproduction</dt><dd>No independent reproduction recorded</dd>" in html  # computed, never typed
     assert '<span class="chip trust-calibrated">calibrated</span>' in html
     assert '<span class="chip claim-observational-vs-causal">observational vs causal</span>' in html
     assert '<a href="../../bundles/demo.zip">zip</a>' in html

@@ -1,0 +1,253 @@
+"""Preregistration records (registrations/<id>.yaml): their fields, their place in git's history,
+and the verdict the data give them.
+
+The format is the one in docs/honesty.md. The build refuses a record that is malformed, whose
+quantity does not resolve in its study's golden.json, that is not committed, that changed after
+its first commit, or whose first commit is not a strict ancestor of the first commit holding
+every file of its study's data as it is now. The verdict is computed here and never typed:
+"kill criterion met" when the kill condition holds, else "confirmed" when the prediction holds,
+else "refuted".
+"""
+from __future__ import annotations
+
+import math
+import operator
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import BuildError, FixtureProblem
+from ..receipts import Resolved
+from ..resolve import Resolver
+from .history import Commit, History, sha256
+from .yamlfile import Record, load_record
+
+FOLDER = "registrations"
+ID = re.compile(r"[a-z0-9][a-z0-9_-]*")
+KEY_PATH = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
+FIELDS = ("id", "study", "claim", "quantity", "prediction", "kill", "rationale", "author")
+TEXT = ("id", "study", "claim", "quantity", "rationale", "author")
+OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+CONFIRMED, REFUTED, KILLED = "confirmed", "refuted", "kill criterion met"
+SKIPPED = re.compile(r"(^|/)(\.|__pycache__(/|$))|\.pyc$|~$")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """`value OP bound`, or `lo <= value <= hi` for an interval."""
+
+    quantity: str
+    op: str = ""
+    bound: float = math.nan
+    interval: tuple = ()
+
+    def holds(self, value: float) -> bool:
+        if self.interval:
+            return self.interval[0] <= value <= self.interval[1]
+        return OPS[self.op](value, self.bound)
+
+    @property
+    def text(self) -> str:
+        if self.interval:
+            return f"between {self.interval[0]:g} and {self.interval[1]:g} (inclusive)"
+        return f"{self.op} {self.bound:g}"
+
+
+@dataclass(frozen=True)
+class Registration:
+    id: str
+    study: str
+    claim: str
+    prediction: Condition
+    kill: Condition
+    kill_meaning: str
+    rationale: str
+    author: str
+    doc: Record
+
+    @property
+    def rel(self) -> str:
+        return self.doc.rel
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A registration whose history checks passed, with the verdict its data give."""
+
+    registration: Registration
+    record_commit: Commit
+    data_commits: tuple          # (Commit, (file, ...)) per distinct first commit, oldest first
+    value: Resolved              # the predicted quantity, read from golden.json
+    kill_value: Resolved
+    prediction_holds: bool
+    kill_holds: bool
+
+    @property
+    def verdict(self) -> str:
+        if self.kill_holds:
+            return KILLED
+        return CONFIRMED if self.prediction_holds else REFUTED
+
+    @property
+    def first_data_commit(self) -> Commit:
+        return self.data_commits[0][0]
+
+
+# ---------------------------------------------------------------- fields
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _condition(doc: Record, key: str, spec, quantity: str | None) -> Condition:
+    where = doc.where(key)
+    if not isinstance(spec, dict):
+        raise BuildError(f"{key} must be a mapping: {{op: '>', bound: 0.05}} or {{interval: [lo, hi]}}", where)
+    allowed = {"op", "bound", "interval"} | ({"quantity", "meaning"} if key == "kill" else set())
+    for name in spec:
+        if name not in allowed:
+            raise BuildError(f"{key}: unknown key {name!r} (known: {', '.join(sorted(allowed))})", doc.where(key, str(name)))
+    if key == "kill":
+        quantity = spec.get("quantity")
+        if not isinstance(quantity, str) or not KEY_PATH.fullmatch(quantity):
+            raise BuildError("kill needs 'quantity', a key path into golden.json such as counts/pairs", doc.where(key, "quantity"))
+        if not isinstance(spec.get("meaning"), str) or not spec["meaning"].strip():
+            raise BuildError("kill needs 'meaning': what it says about the study when the kill condition holds", doc.where(key))
+    if "interval" in spec:
+        if "op" in spec or "bound" in spec:
+            raise BuildError(f"{key}: give either op and bound, or interval, not both", where)
+        interval = spec["interval"]
+        if not (isinstance(interval, list) and len(interval) == 2 and all(map(_number, interval))
+                and interval[0] <= interval[1]):
+            raise BuildError(f"{key}: interval must be [lo, hi], two numbers with lo <= hi", doc.where(key, "interval"))
+        return Condition(quantity, interval=(float(interval[0]), float(interval[1])))
+    if spec.get("op") not in OPS:
+        raise BuildError(f"{key}: op must be one of {', '.join(OPS)} (quoted in YAML), or use interval", doc.where(key, "op"))
+    if not _number(spec.get("bound")):
+        raise BuildError(f"{key}: bound must be a finite number", doc.where(key, "bound"))
+    return Condition(quantity, op=spec["op"], bound=float(spec["bound"]))
+
+
+def parse(doc: Record) -> Registration:
+    """Validate a record's fields; every error names the record file and the field's line."""
+    data = doc.data
+    for key in data:
+        if key not in FIELDS:
+            raise BuildError(f"unknown field {key!r} (a registration holds {', '.join(FIELDS)})", doc.where(str(key)))
+    for key in FIELDS:
+        if key not in data:
+            raise BuildError(f"lacks {key!r}", doc.where())
+    for key in TEXT:
+        if not isinstance(data[key], str) or not data[key].strip():
+            raise BuildError(f"{key} must be non-empty text", doc.where(key))
+    stem = Path(doc.rel).stem
+    if data["id"] != stem:
+        raise BuildError(f"id is {data['id']!r} but the file is {stem}.yaml: they must be equal", doc.where("id"))
+    if not ID.fullmatch(stem):
+        raise BuildError(f"a registration id must match {ID.pattern}", doc.where("id"))
+    if not KEY_PATH.fullmatch(data["quantity"]):
+        raise BuildError("quantity must be a key path into golden.json, such as key_recovery/overall/n", doc.where("quantity"))
+    return Registration(
+        id=data["id"], study=data["study"], claim=data["claim"].strip(),
+        prediction=_condition(doc, "prediction", data["prediction"], data["quantity"]),
+        kill=_condition(doc, "kill", data["kill"], None), kill_meaning=data["kill"]["meaning"].strip(),
+        rationale=data["rationale"].strip(), author=data["author"].strip(), doc=doc)
+
+
+# ---------------------------------------------------------------- data and history
+
+def resolve_quantity(reg: Registration, resolver: Resolver, key: str) -> Resolved:
+    """The number at the condition's key path in bundles/<study>/golden.json, with its receipt."""
+    condition = reg.prediction if key == "prediction" else reg.kill
+    field_where = reg.doc.where("quantity") if key == "prediction" else reg.doc.where("kill", "quantity")
+    source = f"bundles/{reg.study}/golden.json"
+    try:
+        value = resolver.resolve(f"{source}#{condition.quantity}")
+    except FixtureProblem as exc:
+        raise BuildError(f"quantity {condition.quantity!r} does not resolve in {source}: {exc.message}",
+                         field_where, exc.fixture) from None
+    if not _number(value.value):
+        raise BuildError(f"quantity {condition.quantity!r} in {source} is {value.value!r}, not a finite number",
+                         field_where, value.location)
+    return value
+
+
+def data_files(root: Path, study: str) -> list[str]:
+    """Repository-relative paths of every file of bundles/<study>/ that goes into its bundle."""
+    folder = root / "bundles" / study
+    return sorted(p.relative_to(root).as_posix() for p in folder.rglob("*")
+                  if p.is_file() and not SKIPPED.search(p.relative_to(folder).as_posix()))
+
+
+def _first_difference(then: bytes, now: bytes) -> int:
+    old, new = then.decode("utf-8", "replace").split("\n"), now.decode("utf-8", "replace").split("\n")
+    for number, (a, b) in enumerate(zip(old, new), start=1):
+        if a != b:
+            return number
+    return min(len(old), len(new))
+
+
+def check_history(reg: Registration, root: Path, history: History) -> tuple[Commit, tuple]:
+    """(the record's first commit, the data's first commits); BuildError naming the record's line."""
+    history.require_full_history()
+    first = history.first_commit(reg.rel)
+    if first is None:
+        raise BuildError("is not committed: commit the record alone, before the data it predicts", f"{reg.rel}:1")
+    then = history.content_at(first.sha, reg.rel)
+    now = (root / reg.rel).read_bytes()
+    if then != now:
+        line = _first_difference(then, now)
+        raise BuildError(f"was edited after its freeze: at its first commit {first.short} ({first.date}) its sha256 "
+                         f"was {sha256(then)[:16]}..., now it is {sha256(now)[:16]}... (first change on this line); "
+                         "a registration is never edited: write a new record instead", f"{reg.rel}:{line}")
+    files = data_files(root, reg.study)
+    if not files:
+        raise BuildError(f"bundles/{reg.study}/ holds no data", reg.doc.where("study"))
+    holding = history.first_holding(f"bundles/{reg.study}", files)
+    by_commit: dict[str, list] = {}
+    for rel in files:
+        commit = holding[rel]
+        if commit is None:
+            raise BuildError(f"{rel} is not committed in its current form, so the build cannot show the record came "
+                             "first; commit the data", reg.doc.where("study"))
+        if not history.is_strict_ancestor(first.sha, commit.sha):
+            raise BuildError(f"is newer than its data: the record was first committed in {first.short} ({first.date}), "
+                             f"but {rel} holds content first committed in {commit.short} ({commit.date}), which does "
+                             "not come after it; a prediction must be committed before the data it predicts",
+                             reg.doc.where("study"))
+        by_commit.setdefault(commit.sha, [commit, []])[1].append(rel)
+    groups = sorted(((c, tuple(f)) for c, f in by_commit.values()), key=lambda g: (g[0].date, g[0].sha))
+    return first, tuple(groups)
+
+
+def verify(reg: Registration, root: Path, history: History, resolver: Resolver) -> Verified:
+    if not (root / "bundles" / reg.study).is_dir():
+        raise BuildError(f"study {reg.study!r} not found: expected the folder bundles/{reg.study}/", reg.doc.where("study"))
+    value = resolve_quantity(reg, resolver, "prediction")
+    kill_value = resolve_quantity(reg, resolver, "kill")
+    commit, data = check_history(reg, root, history)
+    return Verified(reg, commit, data, value, kill_value,
+                    prediction_holds=reg.prediction.holds(value.value), kill_holds=reg.kill.holds(kill_value.value))
+
+
+def load_all(root: Path, resolver: Resolver, errors, history: History | None = None) -> list[Verified]:
+    """Every registrations/*.yaml, verified; each failure is a build error naming file and line."""
+    folder = root / FOLDER
+    if not folder.is_dir():
+        return []
+    history = history or History(root)
+    out = []
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or path.is_dir():
+            continue
+        rel = path.relative_to(root).as_posix()
+        if path.suffix != ".yaml":
+            errors.add(BuildError("registrations/ holds records named <id>.yaml only", rel))
+            continue
+        try:
+            out.append(verify(parse(load_record(path, rel)), root, history, resolver))
+        except BuildError as exc:
+            errors.add(exc)
+            if "shallow" in exc.message or "needs git" in exc.message or "not a git" in exc.message:
+                break  # one line says it all; the other records would repeat it
+    return out

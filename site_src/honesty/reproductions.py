@@ -1,0 +1,195 @@
+"""The reproduction registry: records under reproductions/<study>/, checked against the bundle
+the build just made.
+
+A record (written by `python reproduce.py --record`, see bundle_kit/record.py) is:
+- a reproduction, when it names the current bundle's file listing and its output is the
+  bundle's expected output, character for character;
+- a failed reproduction, when it names the current bundle but printed something else (shown,
+  never hidden);
+- a run of an earlier bundle, when it names another file listing.
+A run on a machine the project itself builds or measures on (reproductions/machines.yaml, or the
+machine running this build) is labelled as such and never counted as independent.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from bundle_kit import record as kit_record
+
+from ..errors import BuildError
+from .yamlfile import Record, load_record
+
+FOLDER = "reproductions"
+MACHINES = "machines.yaml"
+NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\.yaml")
+HEX64 = re.compile(r"[0-9a-f]{64}")
+HEX16 = re.compile(r"[0-9a-f]{16}")
+TEXT_FIELDS = ("study", "date", "platform", "python", "hostname", "output")
+FIELDS = ("format", "study", "bundle_files_sha256", "files", "exit_status", "date", "platform",
+          "python", "hostname", "machine_fingerprint", "output", "checksum")
+
+REPRODUCED, FAILED, EARLIER = "reproduced", "failed reproduction", "run of an earlier bundle"
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    rel: str                # repository-relative path of the record
+    name: str               # file name without .yaml
+    status: str             # REPRODUCED, FAILED or EARLIER
+    same_machine: bool      # made on a machine of the project's own
+    date: str
+    platform: str
+    python: str
+    hostname: str
+    exit_status: int
+    output: str
+    output_line: int        # line of `output:` in the record, for its receipt
+    bundle_files_sha256: str
+    differing_files: tuple  # files whose sha256 differs from the current bundle's (or are missing)
+    output_diff: str        # unified diff of the expected output against the record's ('' if equal)
+
+    @property
+    def independent(self) -> bool:
+        return self.status == REPRODUCED and not self.same_machine
+
+    @property
+    def label(self) -> str:
+        if self.status == REPRODUCED:
+            return "reproduction on the project's own machine (not independent)" if self.same_machine \
+                else "independent reproduction"
+        if self.status == FAILED:
+            return "failed reproduction" + (" on the project's own machine" if self.same_machine else "")
+        return EARLIER
+
+
+def bundle_listing_digest(bundle) -> str:
+    """The file-listing sha256 of a built bundle (site_src.bundles.Bundle), as a record names it."""
+    return kit_record.listing_digest([(f.name, f.sha256) for f in bundle.files])
+
+
+def project_machines(root: Path) -> set[str]:
+    """Fingerprints of the project's own machines: reproductions/machines.yaml plus this one."""
+    known = {kit_record.machine_fingerprint()}
+    path = root / FOLDER / MACHINES
+    if not path.is_file():
+        return known
+    doc = load_record(path, f"{FOLDER}/{MACHINES}")
+    machines = doc.data.get("machines")
+    if not isinstance(machines, list):
+        raise BuildError("needs 'machines:', a list of {fingerprint, note}", doc.where("machines"))
+    for index, entry in enumerate(machines):
+        fingerprint = entry.get("fingerprint") if isinstance(entry, dict) else None
+        if not isinstance(fingerprint, str) or not HEX16.fullmatch(fingerprint):
+            raise BuildError("fingerprint must be the 16 hex digits a record's machine_fingerprint holds",
+                             doc.where("machines", index))
+        known.add(fingerprint)
+    return known
+
+
+def validate(doc: Record, study: str) -> None:
+    """Raise BuildError (file:line) for a record that is malformed or was edited after it was written."""
+    data = doc.data
+    for key in data:
+        if key not in FIELDS:
+            raise BuildError(f"unknown field {key!r}; a record holds {', '.join(FIELDS)}", doc.where(str(key)))
+    for key in FIELDS:
+        if key not in data:
+            raise BuildError(f"lacks {key!r}; write records with `python reproduce.py --record`", doc.where())
+    above, written, line = kit_record.split_checksum(doc.text)
+    if written != kit_record.checksum(above):
+        raise BuildError("was edited after reproduce.py wrote it: its checksum does not match the lines above "
+                         "(a record is committed exactly as printed)", f"{doc.rel}:{line or 1}")
+    if data["format"] != kit_record.FORMAT:
+        raise BuildError(f"format is {data['format']!r}; this build reads {kit_record.FORMAT}", doc.where("format"))
+    for key in TEXT_FIELDS:
+        if not isinstance(data[key], str):
+            raise BuildError(f"{key} must be text", doc.where(key))
+    if data["study"] != study:
+        raise BuildError(f"is filed under {FOLDER}/{study}/ but records study {data['study']!r}", doc.where("study"))
+    if not isinstance(data["exit_status"], int) or isinstance(data["exit_status"], bool) \
+            or data["exit_status"] not in (0, 1, 2, 3):
+        raise BuildError("exit_status must be 0, 1, 2 or 3", doc.where("exit_status"))
+    files = data["files"]
+    if not isinstance(files, dict) or not files or not all(
+            isinstance(k, str) and isinstance(v, str) and HEX64.fullmatch(v) for k, v in files.items()):
+        raise BuildError("files must map each file name to its sha256", doc.where("files"))
+    if not isinstance(data["machine_fingerprint"], str) or not HEX16.fullmatch(data["machine_fingerprint"]):
+        raise BuildError("machine_fingerprint must be 16 hex digits", doc.where("machine_fingerprint"))
+    digest = data["bundle_files_sha256"]
+    if not isinstance(digest, str) or digest != kit_record.listing_digest(list(files.items())):
+        raise BuildError("bundle_files_sha256 is not the digest of the files listed under it", doc.where("bundle_files_sha256"))
+
+
+def classify(doc: Record, bundle, machines: set[str]) -> Reproduction:
+    """A validated record, compared with the bundle this build made."""
+    data = doc.data
+    current = {f.name: f.sha256 for f in bundle.files}
+    recorded = data["files"]
+    differing = tuple(sorted(n for n in set(current) | set(recorded) if current.get(n) != recorded.get(n)))
+    output = data["output"]
+    if data["bundle_files_sha256"] != bundle_listing_digest(bundle):
+        status, diff = EARLIER, ""
+    elif output == bundle.expected_output:
+        status, diff = REPRODUCED, ""
+    else:
+        status = FAILED
+        diff = "".join(difflib.unified_diff(bundle.expected_output.splitlines(True), output.splitlines(True),
+                                            "expected output (this build)", f"{doc.rel}"))
+    return Reproduction(
+        rel=doc.rel, name=Path(doc.rel).stem, status=status,
+        same_machine=data["machine_fingerprint"] in machines,
+        date=data["date"], platform=data["platform"], python=data["python"], hostname=data["hostname"],
+        exit_status=data["exit_status"], output=output, output_line=doc.lines[("output",)],
+        bundle_files_sha256=data["bundle_files_sha256"], differing_files=differing, output_diff=diff)
+
+
+def load_reproductions(root: Path, study: str, bundle, errors, machines: set[str] | None = None) -> list[Reproduction]:
+    """Every record of `study`, checked; a bad record is a build error and is left out."""
+    folder = root / FOLDER / study
+    if not folder.is_dir():
+        return []
+    if machines is None:
+        try:
+            machines = project_machines(root)
+        except BuildError as exc:
+            errors.add(exc)
+            machines = {kit_record.machine_fingerprint()}
+    out = []
+    for path in sorted(folder.iterdir()):
+        rel = path.relative_to(root).as_posix()
+        if path.name.startswith(".") or path.is_dir():
+            continue
+        if not NAME.fullmatch(path.name):
+            errors.add(BuildError("a reproduction record is named <name>.yaml (lower-case letters, digits, '.', '_', '-')", rel))
+            continue
+        try:
+            doc = load_record(path, rel)
+            validate(doc, study)
+        except BuildError as exc:
+            errors.add(exc)
+            continue
+        out.append(classify(doc, bundle, machines))
+    return out
+
+
+def reproduction_line(reproductions: list[Reproduction]) -> str:
+    """The study header's line; 'No independent reproduction recorded' only while there is none."""
+    def count(n: int, one: str, many: str) -> str:
+        return f"{n} {one if n == 1 else many}"
+    independent = [r for r in reproductions if r.independent]
+    own = [r for r in reproductions if r.status == REPRODUCED and r.same_machine]
+    failed = [r for r in reproductions if r.status == FAILED]
+    earlier = [r for r in reproductions if r.status == EARLIER]
+    head = (f"{count(len(independent), 'independent reproduction', 'independent reproductions')} of this bundle"
+            if independent else "No independent reproduction recorded")
+    rest = []
+    if own:
+        rest.append(f"{count(len(own), 'run', 'runs')} on the project's own machine matched the expected output (not independent)")
+    if failed:
+        rest.append(count(len(failed), "failed reproduction", "failed reproductions"))
+    if earlier:
+        rest.append(f"{count(len(earlier), 'run', 'runs')} of an earlier bundle")
+    return head + ("; " + "; ".join(rest) if rest else "")

@@ -1,0 +1,59 @@
+"""The registrations' own pages: one per record and an index, rendered from templates/honesty/.
+
+A refuted prediction gets exactly the markup a confirmed one gets: the same heading, the same
+chip, the same place in the index (sorted by id, never by verdict).
+"""
+from __future__ import annotations
+
+from markupsafe import Markup
+
+from ..receipt_html import receipt_html
+from ..receipts import Resolved
+
+INDEX = "registrations/index.html"
+
+
+def record_url(reg_id: str) -> str:
+    return f"registrations/{reg_id}/"
+
+
+class _Receipts:
+    """Numbers receipts on one page and collects them for its provenance table."""
+
+    def __init__(self, prefix: str):
+        self.prefix, self.rows = prefix, []
+
+    def __call__(self, resolved: Resolved, text: str | None = None) -> Markup:
+        rid = f"ref-{len(self.rows) + 1}"
+        shown = text if text is not None else resolved.display
+        self.rows.append({"text": shown, "raw": str(resolved.value), "receipt": resolved.receipt,
+                          "href": self.prefix + resolved.href if resolved.href else "", "anchor": rid})
+        return receipt_html(resolved, shown, rid, self.prefix)
+
+
+def registration_pages(honesty, render) -> dict[str, bytes]:
+    """{path under public/: bytes}; `render(template, prefix, **context) -> str`."""
+    verified = sorted(honesty.registrations, key=lambda v: v.registration.id)
+    if not verified and not (honesty.root / "registrations").is_dir():
+        return {}
+    files = {}
+    study_urls = getattr(honesty, "study_urls", {})
+    for item in verified:
+        reg = item.registration
+        prefix = "../../"
+        receipts = _Receipts(prefix)
+        context = {
+            "v": item, "reg": reg, "value_html": receipts(item.value), "kill_value_html": receipts(item.kill_value),
+            "record_href": f"{prefix}source/{reg.rel}.html", "index_href": "../",
+            "study_href": (prefix + study_urls[reg.study]) if reg.study in study_urls else "",
+        }
+        html = render("honesty/registration.html", prefix, title=f"Preregistration {reg.id}",
+                      summary=reg.claim, provenance=receipts.rows, **context)
+        files[f"{record_url(reg.id)}index.html"] = html.encode()
+    rows = [{"v": item, "href": record_url(item.registration.id).split("/", 1)[1],
+             "study_href": ("../" + study_urls[item.registration.study]) if item.registration.study in study_urls else ""}
+            for item in verified]
+    files[INDEX] = render("honesty/registrations.html", "../", title="Preregistered predictions",
+                          summary="Predictions frozen in git before the data they predict, each with the verdict "
+                                  "the build computes from that data.", rows=rows, provenance=[]).encode()
+    return files

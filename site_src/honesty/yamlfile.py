@@ -1,0 +1,75 @@
+"""Reading one small YAML record (a registration, a reproduction) within a budget, with the line
+of every key.
+
+A record is a few dozen lines: anything far larger, or any anchor or alias (the way a ten-line
+file can expand without bound), is refused before PyYAML builds a value from it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from ..errors import BuildError
+
+MAX_BYTES = 256 * 1024
+MAX_EVENTS = 20_000
+
+
+@dataclass(frozen=True)
+class Record:
+    rel: str              # repository-relative path, for messages
+    text: str
+    data: dict
+    lines: dict           # key path tuple -> 1-based line of its key (or of the item)
+
+    def where(self, *path) -> str:
+        """`file:line` of a key path, falling back to its nearest enclosing key, then line 1."""
+        while path and path not in self.lines:
+            path = path[:-1]
+        return f"{self.rel}:{self.lines.get(path, 1)}"
+
+
+def load_record(path: Path, rel: str) -> Record:
+    """Parse `path` as a YAML mapping; raises BuildError naming `rel` and the line."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise BuildError(f"cannot read: {exc.strerror}", rel) from None
+    if len(raw) > MAX_BYTES:
+        raise BuildError(f"is {len(raw):,} bytes; a record may hold at most {MAX_BYTES:,}", rel)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BuildError(f"is not UTF-8 text (byte {exc.start})", rel) from None
+    try:
+        for count, event in enumerate(yaml.parse(text, Loader=yaml.SafeLoader)):
+            if count > MAX_EVENTS:
+                raise BuildError(f"has more than {MAX_EVENTS:,} YAML nodes; a record is small", rel)
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise BuildError("uses a YAML anchor or alias; a record spells every value out",
+                                 f"{rel}:{event.start_mark.line + 1}")
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise BuildError(f"is not valid YAML: {getattr(exc, 'problem', None) or exc}",
+                         f"{rel}:{mark.line + 1}" if mark else rel) from None
+    if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
+        raise BuildError("must be a YAML mapping of fields", f"{rel}:1")
+    lines: dict = {}
+    _index(node, (), lines)
+    return Record(rel, text, data, lines)
+
+
+def _index(node, path: tuple, lines: dict) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            sub = path + (str(key.value),)
+            lines[sub] = key.start_mark.line + 1
+            _index(value, sub, lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            lines[path + (index,)] = item.start_mark.line + 1
+            _index(item, path + (index,), lines)
