@@ -69,7 +69,7 @@ def test_zip_layout(tiny):
         names = [info.filename for info in infos]
         assert names == sorted(names) == [f.name for f in tiny.files]
         assert names == ["README.md", "attribution_per_pair.jsonl", "contract.py", "golden.json",
-                         "patching_per_pair.jsonl", "rankstats.py", "reproduce.py"]
+                         "patching_per_pair.jsonl", "rankstats.py", "record.py", "reproduce.py"]
         for info in infos:
             assert info.date_time == (1980, 1, 1, 0, 0, 0)
             assert info.external_attr >> 16 == 0o100644
