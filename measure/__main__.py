@@ -31,8 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--max-pairs", type=int, default=None, help="at most this many pairs per dimension")
     run.add_argument("--pairs", type=Path, default=None,
                      help="pairs JSONL (dimension, pair_id, seed_id, prompt, chosen, rejected); "
-                          "default models/organism/pairs.jsonl")
-    run.add_argument("--key", type=Path, default=None, help="answer key JSON (default: the organism's)")
+                          "default the model folder's pairs.jsonl, else models/organism/pairs.jsonl")
+    run.add_argument("--key", type=Path, default=None,
+                     help="answer key JSON (default the model folder's key.json, if it has one)")
     run.add_argument("--objective", type=int, default=0, help="score head row (multi-objective heads)")
     run.add_argument("--shard-size", type=int, default=8, help="pairs per resumable shard")
     run.add_argument("--max-rows", type=int, default=512, help="sequences per patched batch")

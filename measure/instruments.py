@@ -9,16 +9,18 @@ from dataclasses import dataclass
 
 import torch
 
-from .adapter import Adapter, Batch, CleanRun, count_layer_evals, parse_component
-from .errors import MeasureError
+from bundle_kit.contract import MODES
 
-MODES = ("mean", "zero", "swap")
+from .adapter import Adapter, Batch, count_layer_evals, parse_component
+from .cache import ActivationCache, head_slice
+from .errors import MeasureError
 
 
 @dataclass
 class ActivationStats:
     """Per-feature mean and standard deviation of each component's output over the clean data
-    set, every real (non-padding) position. Heads are read from the o_proj input `z`."""
+    set, every real (non-padding) position, keyed by component: `attn_L{i}`, `mlp_L{i}` (d,),
+    `head_L{i}_H{j}` (k,), a head's slice of its layer's o_proj input."""
     mean: dict[str, torch.Tensor]
     std: dict[str, torch.Tensor]
 
@@ -28,49 +30,40 @@ class StatsAccumulator:
         self.sums: dict[str, torch.Tensor] = {}
         self.squares: dict[str, torch.Tensor] = {}
         self.count = 0
+        self.head_dim = 0
 
-    def add(self, adapter: Adapter, batch: Batch, run: CleanRun) -> None:
+    def add(self, adapter: Adapter, batch: Batch, run: ActivationCache) -> None:
         width = batch.ids.shape[1]
         real = (torch.arange(width, device=batch.ids.device)[None, :]
                 < torch.tensor(batch.lengths, device=batch.ids.device)[:, None])
         self.count += int(real.sum())
+        self.head_dim = adapter.head_dim
         for i in range(adapter.n_layers):
             for name, tensor in ((f"attn_L{i}", run.attn[i]), (f"mlp_L{i}", run.mlp[i]),
-                                 (f"z_L{i}", run.z[i])):
+                                 (f"heads_L{i}", run.heads[i])):
                 values = tensor[real].double()
                 self.sums[name] = self.sums.get(name, 0) + values.sum(0)
                 self.squares[name] = self.squares.get(name, 0) + values.pow(2).sum(0)
 
     def finish(self) -> ActivationStats:
+        """The statistics, a layer's heads (accumulated side by side) split into one per head."""
+        head_dim = self.head_dim
         mean = {k: v / self.count for k, v in self.sums.items()}
         std = {k: (self.squares[k] / self.count - mean[k].pow(2)).clamp_min(0).sqrt()
                for k in self.sums}
-        return ActivationStats(mean, std)
+        return ActivationStats(_per_head(mean, head_dim), _per_head(std, head_dim))
 
 
-# ----- attribution and the lens -------------------------------------------------------------
-def attribution(adapter: Adapter, batch: Batch, run: CleanRun) -> dict[str, torch.Tensor]:
-    """{component: (B,) reward units}: each component's write at the scoring token, through the
-    final norm with its scale frozen at the clean run's value, projected on w_r. Includes
-    `bias`; embed + attn + mlp + bias sums to the reward (heads split attn, minus o_proj bias)."""
-    rows = torch.arange(batch.ids.shape[0], device=batch.ids.device)
-    idx = batch.score_idx
-    inv = adapter.inv_rms(run.resid_post[-1][rows, idx])
-    out = {"embed": adapter.project(run.embed[rows, idx], inv)}
-    for i in range(adapter.n_layers):
-        out[f"attn_L{i}"] = adapter.project(run.attn[i][rows, idx], inv)
-        heads = adapter.head_writes(i, run.z[i][rows, idx])             # (B, H, d)
-        per_head = adapter.project(heads, inv.unsqueeze(1))             # (B, H)
-        for j in range(adapter.n_heads):
-            out[f"head_L{i}_H{j}"] = per_head[:, j]
-        out[f"mlp_L{i}"] = adapter.project(run.mlp[i][rows, idx], inv)
-    out["bias"] = torch.full((batch.ids.shape[0],), adapter.score_bias)
+def _per_head(values: dict[str, torch.Tensor], head_dim: int) -> dict[str, torch.Tensor]:
+    out = {}
+    for name, tensor in values.items():
+        if name.startswith("heads_L"):
+            layer = name[len("heads_L"):]
+            for j in range(tensor.shape[-1] // head_dim):
+                out[f"head_L{layer}_H{j}"] = tensor[head_slice(j, head_dim)].clone()
+        else:
+            out[name] = tensor
     return out
-
-
-def lens(adapter: Adapter, batch: Batch, run: CleanRun) -> torch.Tensor:
-    """(L, B): the reward read from the residual stream after each layer (real final norm)."""
-    return torch.stack([adapter.reward_at(r, batch.score_idx) for r in run.resid_post])
 
 
 # ----- patching -----------------------------------------------------------------------------
@@ -81,14 +74,14 @@ def _at_scoring(batch: Batch, tensor: torch.Tensor) -> torch.Tensor:
 
 def replacement(batch: Batch, clean: torch.Tensor, mode: str, mean: torch.Tensor | None,
                 sl: slice | None = None) -> torch.Tensor:
-    """The patched version of one output tensor (B, T, k); `sl` restricts the patch to a slice of
-    the last dimension (a head's part of z)."""
+    """The patched version of one output tensor (B, T, n); `sl` restricts the patch to a slice of
+    the last dimension (a head's part of its layer's heads), and `mean` is the mean of that part."""
     sl = sl if sl is not None else slice(None)
     out = clean.clone()
     if mode == "zero":
         out[..., sl] = 0
     elif mode == "mean":
-        out[..., sl] = mean[sl].to(out.dtype)
+        out[..., sl] = mean.to(out.dtype)
     elif mode == "swap":
         rows = torch.arange(clean.shape[0], device=clean.device)
         at = clean[rows, batch.score_idx]
@@ -100,14 +93,14 @@ def replacement(batch: Batch, clean: torch.Tensor, mode: str, mean: torch.Tensor
     return out
 
 
-def _offdist(batch: Batch, patched: torch.Tensor, stats_key: str, stats: ActivationStats,
+def _offdist(batch: Batch, patched: torch.Tensor, name: str, stats: ActivationStats,
              sl: slice | None) -> torch.Tensor:
-    """(B,) RMS over features of the z-score of the patched value at the scoring token against
-    the clean activation distribution (a typical clean activation scores about 1)."""
+    """(B,) RMS over features of the z-score of component `name`'s patched value at the scoring
+    token against its clean activation distribution (a typical clean activation scores about 1)."""
     sl = sl if sl is not None else slice(None)
     value = _at_scoring(batch, patched)[:, sl].double()
-    mu = stats.mean[stats_key][sl].to(value.device)
-    sd = stats.std[stats_key][sl].to(value.device)
+    mu = stats.mean[name].to(value.device)
+    sd = stats.std[name].to(value.device)
     return (((value - mu) / (sd + 1e-8)).pow(2).mean(-1)).sqrt()
 
 
@@ -116,7 +109,7 @@ def _margins(rewards: torch.Tensor) -> torch.Tensor:
     return rewards[:, 0::2] - rewards[:, 1::2]
 
 
-def patch_sweep(adapter: Adapter, batch: Batch, run: CleanRun, stats: ActivationStats | None,
+def patch_sweep(adapter: Adapter, batch: Batch, run: ActivationCache, stats: ActivationStats | None,
                 components: list[str], modes=MODES, max_rows: int = 512,
                 counter: dict | None = None) -> dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor]]:
     """{(component, mode): (patched margins (P,), off-distribution z (P,))}.
@@ -162,17 +155,17 @@ def _patched_stream(adapter, batch, run, stats, name, mode):
         mean = stats.mean[name] if stats else None
         patched = replacement(batch, run.mlp[i], mode, mean)
         off = _offdist(batch, patched, name, stats, None) if stats else zero_off
-        return run.resid_mid[i] + patched, off
+        return adapter.family.join(i, run.resid_mid[i], patched), off
     if kind == "attn":
         mean = stats.mean[name] if stats else None
         patched = replacement(batch, run.attn[i], mode, mean)
         off = _offdist(batch, patched, name, stats, None) if stats else zero_off
-        return run.resid_pre[i] + patched, off
-    sl = slice(head * adapter.head_dim, (head + 1) * adapter.head_dim)
-    mean = stats.mean[f"z_L{i}"] if stats else None
-    z = replacement(batch, run.z[i], mode, mean, sl)
-    off = _offdist(batch, z, f"z_L{i}", stats, sl) if stats else zero_off
-    return run.resid_pre[i] + adapter.attn_from_z(i, z), off
+        return adapter.family.join(i, run.resid_pre[i], patched), off
+    sl = head_slice(head, adapter.head_dim)
+    mean = stats.mean[name] if stats else None
+    heads = replacement(batch, run.heads[i], mode, mean, sl)
+    off = _offdist(batch, heads, name, stats, sl) if stats else zero_off
+    return adapter.family.join(i, run.resid_pre[i], adapter.family.attn_from_heads(i, heads)), off
 
 
 # ----- the naive reference: one full forward pass per patched variant, via hooks ----------
@@ -183,22 +176,19 @@ def naive_patch(adapter: Adapter, batch: Batch, replacements: dict[str, torch.Te
     handles = []
     for name, value in replacements.items():
         kind, i, head = parse_component(name)
-        layer = adapter.layers[i]
+        points = adapter.family.hook_points(i) if kind in ("attn", "mlp", "head") else None
         if kind == "head":
-            sl = slice(head * adapter.head_dim, (head + 1) * adapter.head_dim)
+            sl = head_slice(head, adapter.head_dim)
 
             def pre(module, args, value=value, sl=sl):
-                z = args[0].clone()
-                z[..., sl] = value[..., sl]
-                return (z,) + tuple(args[1:])
-            handles.append(layer.self_attn.o_proj.register_forward_pre_hook(pre))
+                heads = args[0].clone()
+                heads[..., sl] = value[..., sl]
+                return (heads,) + tuple(args[1:])
+            handles.append(points.heads.register_forward_pre_hook(pre))
         else:
-            if kind == "attn":
-                module = layer.post_attention_layernorm if adapter.style == "gemma2" else layer.self_attn
-            elif kind == "mlp":
-                module = layer.post_feedforward_layernorm if adapter.style == "gemma2" else layer.mlp
-            else:
+            if points is None:
                 raise MeasureError(f"component {name!r} cannot be patched")
+            module = points.attn if kind == "attn" else points.mlp
 
             def hook(module, args, output, value=value):
                 if isinstance(output, tuple):
@@ -225,15 +215,15 @@ def naive_sweep(adapter: Adapter, batch: Batch, stats: ActivationStats | None,
     results = {}
     for name in components:
         kind, i, head = parse_component(name)
-        key = f"z_L{i}" if kind == "head" else name
-        sl = slice(head * adapter.head_dim, (head + 1) * adapter.head_dim) if kind == "head" else None
+        key = f"heads_L{i}" if kind == "head" else name
+        sl = head_slice(head, adapter.head_dim) if kind == "head" else None
         for mode in modes:
             margins = []
             for p in range(n_pairs):
                 sub = Batch(batch.ids[2 * p:2 * p + 2], batch.score_idx[2 * p:2 * p + 2],
                             batch.lengths[2 * p:2 * p + 2])
                 clean = clean_outputs[key][2 * p:2 * p + 2]
-                mean = stats.mean[key] if stats else None
+                mean = stats.mean[name] if stats else None
                 value = replacement(sub, clean, mode, mean, sl)
                 rewards = naive_patch(adapter, sub, {name: value}, counter)
                 margins.append(rewards[0] - rewards[1])
@@ -244,9 +234,8 @@ def naive_sweep(adapter: Adapter, batch: Batch, stats: ActivationStats | None,
 def _naive_clean_outputs(adapter: Adapter, batch: Batch, counter) -> dict[str, torch.Tensor]:
     """Every component's clean output, read by hooks during one full forward pass."""
     store, handles = {}, []
-    for i, layer in enumerate(adapter.layers):
-        attn_mod = layer.post_attention_layernorm if adapter.style == "gemma2" else layer.self_attn
-        mlp_mod = layer.post_feedforward_layernorm if adapter.style == "gemma2" else layer.mlp
+    for i in range(adapter.n_layers):
+        points = adapter.family.hook_points(i)
 
         def keep(name):
             def hook(module, args, output):
@@ -257,9 +246,9 @@ def _naive_clean_outputs(adapter: Adapter, batch: Batch, counter) -> dict[str, t
             def pre(module, args):
                 store[name] = args[0]
             return pre
-        handles.append(attn_mod.register_forward_hook(keep(f"attn_L{i}")))
-        handles.append(mlp_mod.register_forward_hook(keep(f"mlp_L{i}")))
-        handles.append(layer.self_attn.o_proj.register_forward_pre_hook(keep_in(f"z_L{i}")))
+        handles.append(points.attn.register_forward_hook(keep(f"attn_L{i}")))
+        handles.append(points.mlp.register_forward_hook(keep(f"mlp_L{i}")))
+        handles.append(points.heads.register_forward_pre_hook(keep_in(f"heads_L{i}")))
     try:
         with torch.no_grad():
             adapter.base(input_ids=batch.ids)

@@ -5,7 +5,8 @@ Bradley-Terry loss on generated pairs (see organism_data). It is seeded and dete
 thread, deterministic algorithms, a seeded shuffle. Everything lands in `models/organism/`:
 
 - `model.safetensors`, `config.json`: the weights and config (loaded by path like any model)
-- `word_vocab.json`: its word-level tokenizer
+- `tokenizer.json`, `tokenizer_config.json`, `chat_template.jinja`: its word-level tokenizer,
+  a standard one that `AutoTokenizer` loads (see wordtok)
 - `train.jsonl`, `heldout.jsonl`, `key_twins.jsonl`, `pairs.jsonl`: training pairs, held-out
   twins (accuracy), the twins the key is measured on, and the study's pairs (with lineage)
 - `key.json`: the answer key per dimension; `training.json`: settings and held-out accuracy
@@ -20,7 +21,7 @@ from . import organism_data as od
 from site_src.files import write_atomic
 
 from .jsonio import json_text, jsonl_text
-from .wordtok import SPECIALS, WordTokenizer
+from .wordtok import SPECIALS, save_word_tokenizer, word_tokenizer
 
 SETTINGS = {
     "seed": 0, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
@@ -54,11 +55,12 @@ def make_data(s: dict) -> dict[str, list[dict]]:
     return {"train": train, "heldout": heldout, "key_twins": key_twins, "pairs": pairs}
 
 
-def _encode(tok: WordTokenizer, rows: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
+def _encode(tok, rows: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
+    from .adapter import encode_pair
     seqs = []
     for r in rows:
-        seqs.append(tok.encode_pair_side(r["prompt"], r["chosen"]))
-        seqs.append(tok.encode_pair_side(r["prompt"], r["rejected"]))
+        seqs.append(encode_pair(tok, r["prompt"], r["chosen"]))
+        seqs.append(encode_pair(tok, r["prompt"], r["rejected"]))
     width = max(map(len, seqs))
     ids = torch.zeros(len(seqs), width, dtype=torch.long)
     for b, seq in enumerate(seqs):
@@ -80,13 +82,15 @@ def train(out_dir: Path, settings: dict | None = None, progress: bool = True) ->
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     data = make_data(s)
-    tok = WordTokenizer(list(SPECIALS) + od.vocabulary())
+    words = list(SPECIALS) + od.vocabulary()
+    tok = word_tokenizer(words)
+    pad_id, bos_id, _sep_id, eos_id = range(len(SPECIALS))
     config = LlamaConfig(
-        vocab_size=len(tok.words), hidden_size=s["hidden_size"],
+        vocab_size=len(words), hidden_size=s["hidden_size"],
         intermediate_size=s["intermediate_size"], num_hidden_layers=s["num_hidden_layers"],
         num_attention_heads=s["num_attention_heads"], num_key_value_heads=s["num_attention_heads"],
-        max_position_embeddings=32, num_labels=1, pad_token_id=tok.pad_id, bos_token_id=tok.bos_id,
-        eos_token_id=tok.eos_id, tie_word_embeddings=False, rms_norm_eps=1e-6)
+        max_position_embeddings=32, num_labels=1, pad_token_id=pad_id, bos_token_id=bos_id,
+        eos_token_id=eos_id, tie_word_embeddings=False, rms_norm_eps=1e-6)
     config._attn_implementation = "eager"
     model = LlamaForSequenceClassification(config)
     ids, idx = _encode(tok, data["train"])
@@ -121,7 +125,7 @@ def train(out_dir: Path, settings: dict | None = None, progress: bool = True) ->
     from transformers.utils import logging as hf_logging
     hf_logging.disable_progress_bar()
     model.save_pretrained(out_dir)
-    tok.save(out_dir)
+    save_word_tokenizer(words, out_dir)
     for name, rows in data.items():
         write_atomic(out_dir / f"{name}.jsonl", jsonl_text(rows))
     accuracy = heldout_accuracy(model, tok, data["heldout"])
@@ -168,7 +172,7 @@ def twin_deltas(adapter, twins: list[dict]) -> dict[str, dict[str, float]]:
         per = {}
         for i in range(adapter.n_layers):
             per[f"attn_L{i}"] = run.attn[i][rows, idx].float()
-            heads = adapter.head_writes(i, run.z[i][rows, idx])
+            heads = adapter.family.head_writes(i, run.heads[i][rows, idx])
             for j in range(adapter.n_heads):
                 per[f"head_L{i}_H{j}"] = heads[:, j]
             per[f"mlp_L{i}"] = run.mlp[i][rows, idx].float()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .adapter import Adapter, parse_component
 from .errors import MeasureError
-from .instruments import MODES, ActivationStats, attribution, check_finite, lens, patch_sweep
+from .instruments import MODES, ActivationStats, check_finite, patch_sweep
 from .jsonio import fixed
 
 PLACES = 8
@@ -23,8 +23,8 @@ def shard_rows(adapter: Adapter, pairs: list[dict], seqs: list[list[int]], stats
     check_finite(run.reward, f"clean rewards of pairs {pairs[0]['pair_id']}..{pairs[-1]['pair_id']}")
     rewards = run.reward.double()
     margins = rewards[0::2] - rewards[1::2]
-    attr = {k: v.double() for k, v in attribution(adapter, batch, run).items()}
-    running = lens(adapter, batch, run).double()
+    attr = {k: v.double() for k, v in run.attribution().items()}
+    running = run.lens().double()
     components = [c for c in adapter.components(heads=patch_heads) if c != "embed"]
     patched = patch_sweep(adapter, batch, run, stats, components, modes, max_rows)
     out = {"attribution": [], "attribution_heads": [], "patching": [], "patching_heads": [],

@@ -36,6 +36,29 @@ FILES = {"attribution": "attribution_per_pair.jsonl", "attribution_heads": "head
          "patching": "patching_per_pair.jsonl", "patching_heads": "heads_patching_per_pair.jsonl",
          "lens": "lens_per_pair.jsonl"}
 HASH_LIMIT = 4 << 30
+STATS_LAYOUT = "per-component statistics (head_L{i}_H{j})"  # in the fingerprint: stats.pt's layout
+
+
+class ModelSource:
+    """What a model folder may ship beside its weights, used by default when present: the study's
+    pairs (`pairs.jsonl`), an answer key (`key.json`) and a training report whose
+    `heldout_accuracy` the summary records (`training.json`). The organism ships all three."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.pairs = self._file("pairs.jsonl")
+        self.key = self._file("key.json")
+        self.training = self._file("training.json")
+
+    def _file(self, name: str) -> Path | None:
+        path = self.folder / name
+        return path if path.is_file() else None
+
+
+def _shown(path: Path) -> str:
+    """A path as the manifest shows it: repository-relative when inside the repository."""
+    path = Path(path)
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
 class Interrupted(RuntimeError):
@@ -123,13 +146,14 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
     out = Path(out) if out else REPO / "bundles" / study
     runs_dir = Path(runs_dir) if runs_dir else REPO / "measure_runs"
     adapter = load(model, organism_dir, device, dtype, objective)
-    model_dir = organism_dir if model == "organism" else Path(getattr(adapter.model, "name_or_path", model))
-    pairs_file = Path(pairs_file) if pairs_file else organism_dir / "pairs.jsonl"
+    model_dir = adapter.path
+    source = ModelSource(model_dir)
+    pairs_file = Path(pairs_file) if pairs_file else source.pairs or organism_dir / "pairs.jsonl"
     pairs = load_pairs(pairs_file, dimensions, max_pairs)
     if not pairs:
         raise MeasureError(f"{pairs_file}: no pairs to measure")
-    if key_file is None and model == "organism":
-        key_file = organism_dir / "key.json"
+    if key_file is None:
+        key_file = source.key
     key = json.loads(Path(key_file).read_text(encoding="utf-8")) if key_file else None
     pairs_text = jsonl_text(pairs)
     identity = {"model": adapter.model_id, **weights_identity(model_dir),
@@ -137,7 +161,8 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
                 "seed": seed, "dtype": str(adapter.dtype).replace("torch.", ""),
                 "device_type": adapter.device.type, "objective": objective}
     fingerprint = hashlib.sha256(json.dumps(
-        [identity, shard_size, max_rows, list(MODES), patch_heads, versions()["torch"]], sort_keys=True).encode()
+        [identity, shard_size, max_rows, list(MODES), patch_heads, versions()["torch"], STATS_LAYOUT],
+        sort_keys=True).encode()
     ).hexdigest()[:16]
     run_dir = runs_dir / study / fingerprint
     seqs = []
@@ -195,8 +220,8 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
     written = {name: read_jsonl(out / filename) for name, filename in FILES.items()}
     gap = attribution_gap(written["attribution"])
     extra = {"attribution_sum_gap": gap}
-    if model == "organism" and (organism_dir / "training.json").exists():
-        training = json.loads((organism_dir / "training.json").read_text(encoding="utf-8"))
+    if source.training is not None:
+        training = json.loads(source.training.read_text(encoding="utf-8"))
         extra["organism_heldout_accuracy"] = training["heldout_accuracy"]
     if key is not None:
         write_atomic(out / "key.json", json_text(key))
@@ -207,9 +232,9 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
         "study": study, **identity,
         "model_config": dict(json.loads(adapter.model.config.to_json_string(use_diff=False)),
                              _name_or_path=adapter.model_id),  # not this machine's path
-        "seeds": {"torch": seed, "pairs_generator": "see models/organism/training.json" if model == "organism" else None,
+        "seeds": {"torch": seed, "pairs_generator": f"see {_shown(source.training)}" if source.training else None,
                   "bootstrap": 0},
-        "data_file": str(pairs_file.relative_to(REPO)) if pairs_file.is_relative_to(REPO) else str(pairs_file),
+        "data_file": _shown(pairs_file),
         "packages": versions(), "device": str(adapter.device), "threads": threads,
         "shard_size": shard_size, "patch_heads": patch_heads, "shards": len(shards), "shards_resumed": resumed,
         "run_fingerprint": fingerprint, "git": git_commit(),

@@ -21,7 +21,7 @@ def make_tiny(folder: Path, seed: int = 0, layers: int = 2, nan: bool = False) -
     from transformers import LlamaConfig, LlamaForSequenceClassification
 
     from measure import organism_data as od
-    from measure.wordtok import SPECIALS, WordTokenizer
+    from measure.wordtok import SPECIALS, save_word_tokenizer
 
     words = list(SPECIALS) + od.vocabulary()
     torch.manual_seed(seed)
@@ -34,7 +34,7 @@ def make_tiny(folder: Path, seed: int = 0, layers: int = 2, nan: bool = False) -
         if nan:
             model.model.layers[0].mlp.down_proj.weight[0, 0] = float("nan")
     model.save_pretrained(folder)
-    WordTokenizer(words).save(folder)
+    save_word_tokenizer(words, folder)
     return folder
 
 

@@ -38,7 +38,7 @@ def test_layer_by_layer_forward_matches_hugging_face(adapter, pair_batch):
 def test_heads_sum_to_their_attention_output(adapter, pair_batch):
     _pairs, batch, run = pair_batch
     rows = torch.arange(batch.ids.shape[0])
-    writes = adapter.head_writes(1, run.z[1][rows, batch.score_idx]).sum(1)
+    writes = adapter.family.head_writes(1, run.heads[1][rows, batch.score_idx]).sum(1)
     assert torch.allclose(writes, run.attn[1][rows, batch.score_idx], atol=1e-5)
 
 
@@ -93,7 +93,8 @@ def _hf_tokenizer(folder, chat_template):
 @pytest.mark.parametrize("chat", [True, False])
 def test_hugging_face_tokenizers_and_chat_templates(tmp_path, tiny_factory, chat):
     folder = tiny_factory(tmp_path / "model")
-    (folder / "word_vocab.json").unlink()  # an ordinary Hugging Face model folder
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        (folder / name).unlink()  # replaced by another ordinary Hugging Face tokenizer
     _hf_tokenizer(folder, chat)
     adapter = load(str(folder), ORGANISM)
     ids = adapter.encode("hello rain", "there")

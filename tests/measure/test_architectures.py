@@ -1,4 +1,5 @@
-"""The adapter's layer-by-layer pass, attribution and sweep on each supported decoder family."""
+"""Each family object (measure/families.py) on a tiny random-weight model of its architecture:
+the layer-by-layer pass, the heads, attribution and the sweep against the model's own forward."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +8,9 @@ import pytest
 import torch
 
 from measure.adapter import load
-from measure.instruments import MODES, StatsAccumulator, attribution, naive_sweep, patch_sweep
+from measure.families import FAMILIES
+from measure.instruments import MODES, StatsAccumulator, naive_sweep, patch_sweep
+from measure.wordtok import SPECIALS, save_word_tokenizer
 
 ORGANISM = Path(__file__).resolve().parents[2] / "models" / "organism"
 COMMON = dict(vocab_size=80, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
@@ -17,6 +20,8 @@ COMMON = dict(vocab_size=80, hidden_size=32, intermediate_size=48, num_hidden_la
 
 def _config(family):
     import transformers as t
+    if family == "llama":
+        return t.LlamaConfig(**COMMON), t.LlamaForSequenceClassification
     if family == "mistral":
         return t.MistralConfig(**COMMON), t.MistralForSequenceClassification
     if family == "qwen2":
@@ -29,7 +34,16 @@ def _config(family):
     raise AssertionError(family)
 
 
-@pytest.mark.parametrize("family", ["mistral", "qwen2", "qwen3", "gemma2"])
+TESTED = ["llama", "mistral", "qwen2", "qwen3", "gemma2"]
+
+
+def test_every_registered_family_is_tested_here():
+    assert sorted(FAMILIES) == sorted(TESTED)
+    for model_type, cls in FAMILIES.items():
+        assert cls.model_type == model_type
+
+
+@pytest.mark.parametrize("family", TESTED)
 def test_family(family, tmp_path):
     config, cls = _config(family)
     torch.manual_seed(1)
@@ -37,9 +51,9 @@ def test_family(family, tmp_path):
     with torch.no_grad():
         model.score.weight.mul_(20)
     model.save_pretrained(tmp_path)
-    (tmp_path / "word_vocab.json").write_text(
-        '{"words": ["<pad>", "<bos>", "<sep>", "<eos>"' + "".join(f', "w{i}"' for i in range(76)) + "]}")
+    save_word_tokenizer(list(SPECIALS) + [f"w{i}" for i in range(76)], tmp_path)
     adapter = load(str(tmp_path), ORGANISM)
+    assert type(adapter.family) is FAMILIES[family]
     gen = torch.Generator().manual_seed(2)
     seqs = [torch.randint(4, 80, (int(n),), generator=gen).tolist() for n in (9, 7, 6, 8)]
     batch = adapter.batch(seqs)
@@ -50,9 +64,9 @@ def test_family(family, tmp_path):
     expected = hidden[rows, batch.score_idx] @ adapter.w_r
     assert torch.allclose(run.reward, expected, atol=1e-4)  # windows of 4 < length: masks matter
     for i in range(adapter.n_layers):  # heads add up to the attention output (Gemma2: frozen post-norm)
-        heads = adapter.head_writes(i, run.z[i][rows, batch.score_idx]).sum(1)
+        heads = adapter.family.head_writes(i, run.heads[i][rows, batch.score_idx]).sum(1)
         assert torch.allclose(heads, run.attn[i][rows, batch.score_idx].float(), atol=1e-4)
-    attr = attribution(adapter, batch, run)
+    attr = run.attribution()
     total = sum(v for k, v in attr.items() if not k.startswith("head_"))
     assert torch.allclose(total, run.reward, atol=1e-4)
     acc = StatsAccumulator()
@@ -63,3 +77,12 @@ def test_family(family, tmp_path):
     slow = naive_sweep(adapter, batch, stats, comps, MODES)
     for key, value in slow.items():
         assert torch.allclose(fast[key][0], value, atol=1e-4), key
+
+
+def test_no_module_outside_the_families_branches_on_the_architecture():
+    import re
+    for path in sorted((Path(__file__).resolve().parents[2] / "measure").glob("*.py")):
+        if path.name == "families.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"\bstyle\b|model_type\s*==|== *\"(gemma2|llama|organism)\"", text), path.name

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from measure.instruments import (MODES, StatsAccumulator, attribution, lens, naive_patch,
-                                 naive_sweep, patch_sweep)
+from measure.instruments import MODES, StatsAccumulator, naive_patch, naive_sweep, patch_sweep
 
 
 def _stats(adapter, batch, run):
@@ -15,7 +14,7 @@ def _stats(adapter, batch, run):
 
 def test_attribution_sums_to_the_margin(adapter, pair_batch):
     _pairs, batch, run = pair_batch
-    attr = attribution(adapter, batch, run)
+    attr = run.attribution()
     total = sum(v for k, v in attr.items() if not k.startswith("head_"))
     assert torch.allclose(total, run.reward, atol=1e-5)
     margins = run.reward[0::2] - run.reward[1::2]
@@ -62,7 +61,7 @@ def test_zero_ablating_every_component_leaves_embedding_and_bias(adapter, pair_b
 
 def test_lens_ends_at_the_reward(adapter, pair_batch):
     _pairs, batch, run = pair_batch
-    running = lens(adapter, batch, run)
+    running = run.lens()
     assert running.shape == (adapter.n_layers, batch.ids.shape[0])
     assert torch.allclose(running[-1], run.reward, atol=1e-6)
 

@@ -116,7 +116,7 @@ def _outputs(adapter, run):
     for i in range(adapter.n_layers):
         out[f"attn_L{i}"], out[f"mlp_L{i}"] = run.attn[i], run.mlp[i]
         for j in range(adapter.n_heads):
-            out[f"head_L{i}_H{j}"] = run.z[i][..., j * adapter.head_dim:(j + 1) * adapter.head_dim]
+            out[f"head_L{i}_H{j}"] = run[f"head_L{i}_H{j}"]
     return out
 
 

@@ -1,0 +1,269 @@
+"""Family objects: where each architecture keeps its parts, one object per architecture.
+
+A family object wraps one loaded `*ForSequenceClassification` model and answers, for that
+architecture only, where the pieces the instruments need live: the embedding, each layer's
+attention output and its heads (the o_proj input), the MLP output, the norms, the final norm and
+the score head. Everything else in `measure/` is written against this interface, so adding an
+architecture is adding one class here and one line to `FAMILIES`; nothing else branches on the
+architecture.
+
+Shapes in the annotations: `B` sequences, `T` positions, `d` the model width (`d_model`),
+`H` attention heads, `k` the head width (`head_dim`), so the heads of one layer are `H*k` wide.
+
+The interface (every family implements all of it):
+
+    model_type: str                      the `config.model_type` it serves (the registry key)
+    residual: str                        "pre-norm": a sublayer's output is added to the stream
+                                         (x + f(x)); "post-norm" (BERT): the stream after a
+                                         sublayer is LayerNorm(x + f(x)), see `join`
+    base, layers, n_layers, n_heads, head_dim, d_model
+    embed(ids: Long[B, T]) -> [B, T, d]                  the stream entering layer 0
+    context(width: int) -> ctx                           what every layer needs besides the
+                                                         stream (positions, masks); must work
+                                                         for any number of rows B
+    attn(i, resid: [B, T, d], ctx) -> ([B, T, d], [B, T, H*k])
+                                                         layer i's attention output (what joins
+                                                         the stream) and its heads' o_proj input
+    attn_from_heads(i, heads: [B, T, H*k]) -> [B, T, d]  the attention output from (patched) heads
+    head_writes(i, heads: [..., H*k]) -> [..., H, d]     each head's part of the attention
+                                                         output; they sum to it over H
+    mlp(i, resid_mid: [B, T, d]) -> [B, T, d]            layer i's MLP output
+    join(i, resid: [B, T, d], out: [B, T, d]) -> [B, T, d]
+                                                         the stream after a sublayer's output
+                                                         joins it (pre-norm: resid + out)
+    hook_points(i) -> HookPoints                         the modules whose output is layer i's
+                                                         attention / MLP output, and the module
+                                                         whose input is its heads (for the naive
+                                                         hooks loop, which runs the model's own
+                                                         forward pass)
+    final_norm: module; norm_gain() -> [d]; norm_eps     the final norm, g * x / rms(x)
+    score: module ([..., d] -> [..., n_labels])          the score head
+    score_position(lengths: list[int]) -> list[int]      the scoring token of each sequence
+
+The decoder families (Llama, Mistral, Qwen2, Qwen3, Gemma2) are pre-norm with causal attention
+and read the reward at the last real token; a post-norm encoder (BERT, MiniLM) reads it at the
+first token and sets `residual = "post-norm"`, which tells the attribution that the stream is
+not a plain sum of writes.
+
+The families call model internals (`self_attn`, `o_proj`, `rotary_emb`, the norms by name), so
+they are tested against the transformers range pinned in pyproject.toml.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+import torch
+
+from .errors import MeasureError
+
+
+@dataclass(frozen=True)
+class HookPoints:
+    """Modules of one layer for forward hooks: `attn` and `mlp` output the sublayer's
+    contribution to the stream; `heads` takes the concatenated heads as its first input."""
+    attn: torch.nn.Module
+    mlp: torch.nn.Module
+    heads: torch.nn.Module
+
+
+class Family(Protocol):
+    """The interface above, as a type (the shapes are in the module docstring)."""
+    model_type: ClassVar[str]
+    residual: ClassVar[str]
+    base: torch.nn.Module
+    layers: list
+    n_layers: int
+    n_heads: int
+    head_dim: int
+    d_model: int
+    final_norm: torch.nn.Module
+    norm_eps: float
+    score: torch.nn.Module
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor: ...
+    def context(self, width: int): ...
+    def attn(self, i: int, resid: torch.Tensor, ctx) -> tuple[torch.Tensor, torch.Tensor]: ...
+    def attn_from_heads(self, i: int, heads: torch.Tensor) -> torch.Tensor: ...
+    def head_writes(self, i: int, heads: torch.Tensor) -> torch.Tensor: ...
+    def mlp(self, i: int, resid_mid: torch.Tensor) -> torch.Tensor: ...
+    def join(self, i: int, resid: torch.Tensor, out: torch.Tensor) -> torch.Tensor: ...
+    def hook_points(self, i: int) -> HookPoints: ...
+    def norm_gain(self) -> torch.Tensor: ...
+    def score_position(self, lengths: list[int]) -> list[int]: ...
+
+
+class DecoderFamily:
+    """Llama-style pre-norm decoder layer: x + attn(norm(x)), then x + mlp(norm(x))."""
+    model_type: ClassVar[str] = "llama"
+    residual: ClassVar[str] = "pre-norm"
+
+    def __init__(self, model):
+        self.model = model
+        config = model.config
+        prefix = getattr(model, "base_model_prefix", "model")
+        self.base = getattr(model, prefix)
+        if not hasattr(model, "score"):
+            raise MeasureError(f"{self.model_type}: no `score` head; load a *ForSequenceClassification model")
+        self.score = model.score
+        self.layers = list(self.base.layers)
+        self.n_layers = len(self.layers)
+        self.n_heads = config.num_attention_heads
+        self.head_dim = self.layers[0].self_attn.o_proj.in_features // self.n_heads
+        self.d_model = config.hidden_size
+        self.final_norm = self.base.norm
+        self.norm_eps = getattr(self.final_norm, "variance_epsilon", getattr(self.final_norm, "eps", 1e-6))
+        self._heads_store: list | None = None
+        self._hooks = [layer.self_attn.o_proj.register_forward_pre_hook(self._capture_heads)
+                       for layer in self.layers]
+
+    # ----- the stream -------------------------------------------------------------------------
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.base.embed_tokens(ids)
+
+    def join(self, i: int, resid: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        return resid + out
+
+    def score_position(self, lengths: list[int]) -> list[int]:
+        return [n - 1 for n in lengths]
+
+    def context(self, width: int):
+        """Rotary embeddings and one additive causal mask (1, 1, T, T) per layer, sliding
+        windows honoured; both broadcast over rows."""
+        param = self.score.weight
+        device, dtype = param.device, param.dtype
+        positions = torch.arange(width, device=device).unsqueeze(0)
+        probe = torch.zeros(1, width, self.d_model, device=device, dtype=dtype)
+        rotary = self.base.rotary_emb(probe, positions)
+        q = torch.arange(width, device=device)
+        masks = []
+        for layer in self.layers:
+            allowed = q[None, :] <= q[:, None]
+            window = getattr(layer.self_attn, "sliding_window", None)
+            if window:
+                allowed = allowed & (q[:, None] - q[None, :] < window)
+            mask = torch.zeros(width, width, device=device, dtype=dtype)
+            mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+            masks.append(mask[None, None])
+        return rotary, masks
+
+    # ----- attention and its heads --------------------------------------------------------------
+    def _capture_heads(self, module, args):
+        if self._heads_store is not None:
+            self._heads_store.append(args[0])
+        return None
+
+    def _self_attn(self, i: int, resid: torch.Tensor, ctx) -> tuple[torch.Tensor, torch.Tensor]:
+        """The attention module's own output (before any post-attention norm) and its heads."""
+        layer = self.layers[i]
+        rotary, masks = ctx
+        width = resid.shape[1]
+        cos, sin = rotary
+        self._heads_store = []
+        try:
+            out = layer.self_attn(hidden_states=layer.input_layernorm(resid),
+                                  position_embeddings=(cos[:, :width], sin[:, :width]),
+                                  attention_mask=masks[i][..., :width, :width])[0]
+            (heads,) = self._heads_store
+        finally:
+            self._heads_store = None
+        return out, heads
+
+    def attn(self, i: int, resid: torch.Tensor, ctx) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._self_attn(i, resid, ctx)
+
+    def attn_from_heads(self, i: int, heads: torch.Tensor) -> torch.Tensor:
+        return self.layers[i].self_attn.o_proj(heads)
+
+    def head_writes(self, i: int, heads: torch.Tensor) -> torch.Tensor:
+        """(..., H*k) -> (..., H, d): o_proj's columns of each head applied to its slice."""
+        weight = self.layers[i].self_attn.o_proj.weight
+        zs = heads.reshape(*heads.shape[:-1], self.n_heads, self.head_dim)
+        w = weight.reshape(weight.shape[0], self.n_heads, self.head_dim)
+        return torch.einsum("...hk,dhk->...hd", zs.float(), w.float())
+
+    # ----- the MLP --------------------------------------------------------------------------------
+    def mlp(self, i: int, resid_mid: torch.Tensor) -> torch.Tensor:
+        layer = self.layers[i]
+        return layer.mlp(layer.post_attention_layernorm(resid_mid))
+
+    def hook_points(self, i: int) -> HookPoints:
+        layer = self.layers[i]
+        return HookPoints(attn=layer.self_attn, mlp=layer.mlp, heads=layer.self_attn.o_proj)
+
+    # ----- the final norm -------------------------------------------------------------------------
+    def norm_gain(self) -> torch.Tensor:
+        """(d,) the elementwise gain g of the final RMS norm, norm(x) = g * x / rms(x)."""
+        return self.final_norm.weight.detach().float()
+
+
+class LlamaFamily(DecoderFamily):
+    model_type = "llama"
+
+
+class MistralFamily(DecoderFamily):
+    """Llama's layer; some configs set a sliding window, which `context` honours."""
+    model_type = "mistral"
+
+
+class Qwen2Family(DecoderFamily):
+    """Llama's layer with biased q/k/v projections (inside the attention module)."""
+    model_type = "qwen2"
+
+
+class Qwen3Family(DecoderFamily):
+    """Llama's layer with RMS norms on q and k (inside the attention module) and its own head_dim."""
+    model_type = "qwen3"
+
+
+class Gemma2Family(DecoderFamily):
+    """Gemma2: norms after attention and around the MLP, RMS norm gains stored as (1 + w),
+    scaled embeddings (inside embed_tokens), alternating sliding-window layers."""
+    model_type = "gemma2"
+
+    def norm_gain(self) -> torch.Tensor:
+        return self.final_norm.weight.detach().float() + 1.0
+
+    def attn(self, i: int, resid: torch.Tensor, ctx) -> tuple[torch.Tensor, torch.Tensor]:
+        out, heads = self._self_attn(i, resid, ctx)
+        return self.layers[i].post_attention_layernorm(out), heads
+
+    def attn_from_heads(self, i: int, heads: torch.Tensor) -> torch.Tensor:
+        layer = self.layers[i]
+        return layer.post_attention_layernorm(layer.self_attn.o_proj(heads))
+
+    def head_writes(self, i: int, heads: torch.Tensor) -> torch.Tensor:
+        """The post-attention norm follows o_proj; its scale is frozen at the clean value so
+        the head writes still add up to the attention output."""
+        writes = super().head_writes(i, heads)
+        layer = self.layers[i]
+        raw = layer.self_attn.o_proj(heads).float()
+        post = layer.post_attention_layernorm
+        scale = torch.rsqrt(raw.pow(2).mean(-1, keepdim=True) + post.eps) * (1 + post.weight.float())
+        return writes * scale.unsqueeze(-2)
+
+    def mlp(self, i: int, resid_mid: torch.Tensor) -> torch.Tensor:
+        layer = self.layers[i]
+        return layer.post_feedforward_layernorm(layer.mlp(layer.pre_feedforward_layernorm(resid_mid)))
+
+    def hook_points(self, i: int) -> HookPoints:
+        layer = self.layers[i]
+        return HookPoints(attn=layer.post_attention_layernorm, mlp=layer.post_feedforward_layernorm,
+                          heads=layer.self_attn.o_proj)
+
+
+# The registry, keyed by config.model_type; a new family adds its class here.
+FAMILIES: dict[str, type] = {
+    cls.model_type: cls for cls in (LlamaFamily, MistralFamily, Qwen2Family, Qwen3Family, Gemma2Family)}
+
+
+def supported() -> str:
+    return ", ".join(sorted(FAMILIES))
+
+
+def family_for(model, where: str) -> Family:
+    """The family object of a loaded model; `where` names it in the error."""
+    model_type = getattr(model.config, "model_type", "?")
+    if model_type not in FAMILIES:
+        raise MeasureError(f"{where}: architecture {model_type!r} is not supported; supported: {supported()}")
+    return FAMILIES[model_type](model)
