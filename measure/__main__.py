@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--runs-dir", type=Path, default=None,
                      help="where resumable shards go (default measure_runs/)")
     run.add_argument("--no-progress", action="store_true")
+    from .plan import add_arguments as add_plan_arguments
+    add_plan_arguments(sub.add_parser("plan", help="estimate a study's work, memory and wall time"))
     args = parser.parse_args(argv)
 
     from .errors import MeasureError
@@ -62,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
             print("held-out accuracy: " + ", ".join(f"{d} {v:.3f}" for d, v in acc.items())
                   + f"; mean {report['heldout_accuracy_mean']:.3f}")
             return 0
+        if args.command == "plan":
+            from .plan import run_from_args
+            return run_from_args(args)
         from .study import run_study
         result = run_study(
             model=args.model, study=args.study, out=args.out, device=args.device, dtype=args.dtype,
