@@ -42,7 +42,7 @@ def _report(result, verb: str, out: Path | None) -> int:
 
 def cmd_build(args) -> int:
     from site_src.site import build
-    out = (args.out or args.root / "public").resolve()
+    out = Path(os.path.abspath(args.out or args.root / "public"))  # never resolve(): public is a link
     return _report(build(args.root, out), "build", out)
 
 
@@ -54,7 +54,7 @@ def cmd_check(args) -> int:
 def cmd_serve(args) -> int:
     from site_src.serve import serve
     from site_src.site import build
-    out = (args.out or args.root / "public").resolve()
+    out = Path(os.path.abspath(args.out or args.root / "public"))
     serve(args.root.resolve(), out, args.port, lambda: _report(build(args.root, out), "build", out))
     return 0
 

@@ -92,13 +92,18 @@ def human_size(size: int) -> str:
 
 # ---------------------------------------------------------------- collecting the files
 
-def collect_members(study_dir: Path, kit_dir: Path = KIT_DIR) -> list[tuple[str, bytes]]:
-    """(zip name, bytes) of every file of the study plus the kit files, sorted by name."""
+def collect_members(study_dir: Path, kit_dir: Path = KIT_DIR, names: list[str] | None = None) -> list[tuple[str, bytes]]:
+    """(zip name, bytes) of every file of the study plus the kit files, sorted by name.
+
+    `names` (paths inside the study folder) are the files the site build's path policy allows;
+    without it every file in the folder is taken (a bundle built on its own, outside a checkout).
+    """
     study_dir = Path(study_dir)
     if not study_dir.is_dir():
         raise BundleError(f"bundle {study_dir.name}: {study_dir} is not a folder")
     members = {}
-    for path in sorted(study_dir.rglob("*")):
+    paths = sorted(study_dir.rglob("*")) if names is None else [study_dir / n for n in sorted(names)]
+    for path in paths:
         name = path.relative_to(study_dir).as_posix()
         if path.is_dir() or SKIPPED.search(name):
             continue
@@ -182,8 +187,10 @@ def git_commit(repo_root: Path) -> str:
 
 # ---------------------------------------------------------------- the bundle
 
-def build_bundle(study_dir: Path, repo_root: Path) -> Bundle:
-    """Zip the study deterministically, run its check, and describe it for the page."""
+def build_bundle(study_dir: Path, repo_root: Path, members: list[str] | None = None) -> Bundle:
+    """Zip the study deterministically, run its check, and describe it for the page.
+
+    `members`: the study's files the site build allows (see collect_members)."""
     study_dir, repo_root = Path(study_dir).resolve(), Path(repo_root).resolve()
     name = study_dir.name
     if not STUDY_NAME.fullmatch(name):
@@ -193,7 +200,7 @@ def build_bundle(study_dir: Path, repo_root: Path) -> Bundle:
         source_dir = study_dir.relative_to(repo_root).as_posix()
     except ValueError:
         raise BundleError(f"bundle {name}: {study_dir} is not inside {repo_root}") from None
-    members = collect_members(study_dir)
+    members = collect_members(study_dir, names=members)
     zip_bytes = deterministic_zip(members)
     files = tuple(
         BundleFile(member, len(data), hashlib.sha256(data).hexdigest(),

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import yaml
 
@@ -20,16 +19,21 @@ class SiteConfig:
     description: str = ""
 
 
-def load_config(content_dir: Path, root: Path, errors) -> SiteConfig:
-    path = content_dir / "site.yaml"
-    rel = path.relative_to(root).as_posix()
+def load_config(files, errors, rel: str = "content/site.yaml") -> SiteConfig:
     fallback = SiteConfig("Untitled", "", [], {})
+    why = files.refusal(rel)
+    if why == "file not found":
+        errors.add(BuildError("site configuration not found (title, base_url, nav)", rel))
+        return fallback
+    if why:
+        errors.add(BuildError(f"site configuration {why}", rel))
+        return fallback
     try:
-        text = path.read_text(encoding="utf-8")
+        text = files.read_bytes(rel).decode("utf-8")
         data = yaml.safe_load(text) or {}
         node = yaml.compose(text)
-    except FileNotFoundError:
-        errors.add(BuildError("site configuration not found (title, base_url, nav)", rel))
+    except (OSError, UnicodeDecodeError) as exc:
+        errors.add(BuildError(f"cannot read: {exc}", rel))
         return fallback
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -1,8 +1,8 @@
 """Content pages: discovery under content/, YAML front matter with the line of every field, clean URLs."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
 
 import yaml
 
@@ -15,6 +15,7 @@ STUDY_REQUIRED = ("subject", "question", "access", "trust", "claim")
 COMPUTED = {"reproduction": "the reproduction line is computed from the records under reproductions/<study>/"}
 TRUST = ("exploratory", "calibrated", "registered")
 CLAIMS = ("observational", "causal", "observational vs causal")
+STUDY_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 PROSE_FIELDS = ("title", "nav_title", "summary", "subject", "question", "access", "reproduction")
 
 
@@ -47,23 +48,48 @@ class Page:
         return self.where(self.meta_lines.get(name, 1))
 
 
+RESERVED = ("assets", "bundles", "source")   # top-level folders the build itself fills
+MAX_SEGMENT_BYTES = 200
+
+
 def url_for(rel: str) -> str:
-    path = PurePosixPath(rel).with_suffix("")
-    if path.name == "index":
-        path = path.parent
-    text = path.as_posix()
-    return "" if text in (".", "") else f"{text}/"
+    """The clean URL folder of a content-relative page path, "" for the home page; raises
+    ValueError when the name cannot make a URL that stays inside the site."""
+    if not rel.endswith(".md"):
+        raise ValueError("a page is a .md file")
+    parts = rel[:-3].split("/")
+    for part in parts:
+        if not part or part.startswith("."):
+            raise ValueError(f"page path segment {part!r} is empty or starts with '.': it would not make a URL"
+                             " inside the site")
+        if len(part.encode("utf-8")) > MAX_SEGMENT_BYTES:
+            raise ValueError(f"page path segment of {len(part.encode('utf-8'))} bytes: at most {MAX_SEGMENT_BYTES}")
+        if any(ord(ch) < 32 or ch in "\\\x7f" for ch in part):
+            raise ValueError("page path has a control character or a backslash")
+    if parts[-1] == "index":
+        parts = parts[:-1]
+    if parts and parts[0] in RESERVED:
+        raise ValueError(f"pages may not live under {parts[0]}/: the build publishes its own files there")
+    return "".join(f"{p}/" for p in parts)
 
 
-def discover(content_dir: Path) -> list[Path]:
-    return sorted(p for p in content_dir.rglob("*.md") if p.is_file())
+def discover(files, errors) -> list[str]:
+    """Repository-relative paths of the pages under content/ that the path policy allows."""
+    good, bad = files.listed("content", ".md")
+    for rel, why in bad:
+        errors.add(BuildError(f"page {why}", rel))
+    return good
 
 
-def load_page(path: Path, root: Path, content_dir: Path, errors) -> Page | None:
-    rel = path.relative_to(content_dir).as_posix()
-    repo_rel = path.relative_to(root).as_posix()
+def load_page(repo_rel: str, files, errors) -> Page | None:
+    rel = repo_rel[len("content/"):]
     try:
-        text = path.read_text(encoding="utf-8")
+        url = url_for(rel)
+    except ValueError as exc:
+        errors.add(BuildError(f"cannot publish this page: {exc}", repo_rel))
+        return None
+    try:
+        text = files.read_bytes(repo_rel).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         errors.add(BuildError(f"cannot read page: {exc}", repo_rel))
         return None
@@ -92,12 +118,12 @@ def load_page(path: Path, root: Path, content_dir: Path, errors) -> Page | None:
     if isinstance(node, yaml.MappingNode):
         meta_lines = {k.value: k.start_mark.line + 2 for k, _ in node.value}
     body = "\n" * (close + 1) + "\n".join(lines[close + 1:])
-    page = Page(rel, repo_rel, url_for(rel), meta, meta_lines, body)
-    _validate(page, root, errors)
+    page = Page(rel, repo_rel, url, meta, meta_lines, body)
+    _validate(page, files, errors)
     return page
 
 
-def _validate(page: Page, root: Path, errors) -> None:
+def _validate(page: Page, files, errors) -> None:
     meta = page.meta
     for name in meta:
         if name not in FIELDS:
@@ -122,6 +148,9 @@ def _validate(page: Page, root: Path, errors) -> None:
         errors.add(BuildError(f"unknown claim {meta['claim']!r}: use one of " + ", ".join(repr(c) for c in CLAIMS),
                               page.field_where("claim")))
     bundle = meta.get("bundle")
-    if isinstance(bundle, str) and not (root / "bundles" / bundle).is_dir():
+    if isinstance(bundle, str) and not STUDY_NAME.fullmatch(bundle):
+        errors.add(BuildError(f"bundle {bundle!r}: a study name matches {STUDY_NAME.pattern}",
+                              page.field_where("bundle")))
+    elif isinstance(bundle, str) and not files.listed(f"bundles/{bundle}")[0]:
         errors.add(BuildError(f"bundle {bundle!r} not found: expected the folder bundles/{bundle}/",
                               page.field_where("bundle")))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .aggregates import aggregate, filter_rows, group_rows
 from .errors import FixtureProblem
+from .paths import RepoFiles, clean_rel
 from .fixtures import PROSE, STRUCTURED, FixtureCache, Prose, Rows, Structured
 from .receipts import Resolved
 from .refgrammar import Ref, parse_ref
@@ -27,18 +28,36 @@ class Resolver:
     """Resolves references for one page (one bundle); records every fixture file it used."""
 
     def __init__(self, root: Path, bundle: str | None = None, cache: FixtureCache | None = None,
-                 extra_dirs: tuple[Path, ...] = (), allow_outside: bool = False):
+                 extra_dirs: tuple[Path, ...] = (), allow_outside: bool = False, files: RepoFiles | None = None):
         self.root = root.resolve()
         self.bundle = bundle
         self.cache = cache or FixtureCache()
         self.extra_dirs = extra_dirs          # the `ref` command also tries the working directory
-        self.allow_outside = allow_outside    # only `ref`: pages may cite committed files only
+        self.allow_outside = allow_outside    # only `ref`, which publishes nothing: any readable file
+        # pages may cite only what the path policy allows: tracked, inside, no symbolic link
+        self.files = None if allow_outside else (files or RepoFiles(self.root))
         self.used: dict[str, bool] = {}       # repo-relative path -> needs a line-numbered view
 
     # -- files -------------------------------------------------------------------------------
     def locate(self, file: str) -> tuple[Path, str]:
         if os.path.isabs(file):
             raise FixtureProblem("use a path relative to the bundle or the repository, not an absolute one", file)
+        if self.files is None:
+            return self._locate_anywhere(file)
+        candidates = ([f"bundles/{self.bundle}/{file}"] if self.bundle else []) + [file]
+        for candidate in candidates:
+            if clean_rel(candidate) is None:
+                raise FixtureProblem("is outside the repository: pages may cite committed files only", file)
+            why = self.files.refusal(candidate)
+            if why is None:
+                rel = clean_rel(candidate)
+                return self.root / rel, rel
+            if why != "file not found":
+                raise FixtureProblem(why, clean_rel(candidate))
+        tried = ", ".join(sorted({clean_rel(c) for c in candidates}))
+        raise FixtureProblem(f"fixture file not found (looked for {tried})", file)
+
+    def _locate_anywhere(self, file: str) -> tuple[Path, str]:
         candidates = []
         if self.bundle:
             candidates.append(self.root / "bundles" / self.bundle / file)
@@ -48,8 +67,6 @@ class Resolver:
             path = candidate.resolve()
             if path.is_file():
                 inside = path.is_relative_to(self.root)
-                if not inside and not self.allow_outside:
-                    raise FixtureProblem("is outside the repository: pages may cite committed files only", file)
                 rel = path.relative_to(self.root).as_posix() if inside else os.path.relpath(path, self.root)
                 return path, Path(rel).as_posix()
         tried = ", ".join(sorted({os.path.relpath(c, self.root) for c in candidates}))

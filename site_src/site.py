@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from .markdown import make_parser
 from .pages import PROSE_FIELDS, discover, load_page
 from .render import PageRenderer, check_prose, collect_figures, install_render_rules
 from .receipt_html import raw_text
+from .paths import InputRefused, OutputFolder, OutputRefused, RepoFiles, check_out_rel
 from .resolve import Resolver
 from .sources import publish, sha256
 
@@ -41,9 +41,23 @@ def rel_href(prefix: str, url: str) -> str:
     return (prefix + url) or "./"
 
 
-def make_env(root: Path) -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(root / "templates")),
-                             autoescape=True, undefined=jinja2.StrictUndefined,
+class RepoLoader(jinja2.BaseLoader):
+    """Templates under templates/, read through the path policy (tracked, no symbolic link)."""
+
+    def __init__(self, files: RepoFiles):
+        self.files = files
+
+    def get_source(self, environment, template):
+        rel = f"templates/{template}"
+        try:
+            text = self.files.read_bytes(rel).decode("utf-8")
+        except (InputRefused, OSError, UnicodeDecodeError) as exc:
+            raise jinja2.TemplateNotFound(f"{rel}: {exc}") from None
+        return text, rel, lambda: True
+
+
+def make_env(files: RepoFiles) -> jinja2.Environment:
+    env = jinja2.Environment(loader=RepoLoader(files), autoescape=True, undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
     return env
 
@@ -52,17 +66,28 @@ def collect(root: Path) -> BuildResult:
     """Render everything in memory; every error is collected, none stops the build early."""
     root = root.resolve()
     errors = Errors()
-    content = root / "content"
-    config = load_config(content, root, errors)
+    try:
+        files = RepoFiles(root)
+    except InputRefused as exc:
+        errors.add(BuildError(str(exc)))
+        return BuildResult(errors)
+    config = load_config(files, errors)
     pages = {}
-    for path in discover(content):
-        page = load_page(path, root, content, errors)
-        if page is not None:
-            pages[page.rel] = page
-    order = order_pages(config, pages, (content / "site.yaml").relative_to(root).as_posix(), errors)
+    by_url: dict[str, str] = {}
+    for repo_rel in discover(files, errors):
+        page = load_page(repo_rel, files, errors)
+        if page is None:
+            continue
+        if page.url in by_url:
+            errors.add(BuildError(f"page has the URL /{page.url} of {by_url[page.url]}: rename one of them",
+                                  page.repo_rel))
+            continue
+        by_url[page.url] = page.repo_rel
+        pages[page.rel] = page
+    order = order_pages(config, pages, "content/site.yaml", errors)
     for number, name in enumerate(order, start=1):
         pages[name].number = number
-    jinja = make_env(root)
+    jinja = make_env(files)
     md = make_parser()
     install_render_rules(md)
     md_env = {"jinja": jinja}
@@ -75,7 +100,7 @@ def collect(root: Path) -> BuildResult:
     honesty.study_urls = {p.meta["bundle"]: p.url for p in pages.values()
                           if p.is_study and isinstance(p.meta.get("bundle"), str)}
     used: dict[str, bool] = {}
-    files: dict[str, bytes] = {}
+    out: dict[str, bytes] = {}
     bundles = {}
     bundle_pages = []
     figure_count = 0
@@ -84,61 +109,77 @@ def collect(root: Path) -> BuildResult:
         for field_name in PROSE_FIELDS:
             if isinstance(page.meta.get(field_name), str):
                 check_prose(page.meta[field_name], page.field_where(field_name), errors)
-        resolver = Resolver(root, page.meta.get("bundle"), cache)
+        resolver = Resolver(root, page.meta.get("bundle"), cache, files=files)
         rendered = PageRenderer(page, md, resolver, errors, figures, md_env, root).render()
         figure_count += rendered.figure_count
         for rel, view in resolver.used.items():
             used[rel] = used.get(rel, False) or view
-        files.update(rendered.files)
+        out.update(rendered.files)
         bundle = None
-        if page.is_study and isinstance(page.meta.get("bundle"), str) and (root / "bundles" / page.meta["bundle"]).is_dir():
-            bundle = _bundle(root, page, bundles, errors)
+        if page.is_study and isinstance(page.meta.get("bundle"), str) and files.listed(f"bundles/{page.meta['bundle']}")[0]:
+            bundle = _bundle(files, page, bundles, errors)
         study = honesty.study(page, bundle) if bundle is not None else None
         try:
-            files[page.out_path] = _page_html(jinja, config, page, pages, order, rendered, bundle, study).encode()
+            out[page.out_path] = _page_html(jinja, config, page, pages, order, rendered, bundle, study).encode()
             if bundle is not None:
                 bundle_pages.append((page.out_path, bundle))
         except jinja2.TemplateError as exc:
             errors.add(BuildError(f"template error: {exc}", page.where()))
     if bundles:
         try:
-            files.update(importlib.import_module("site_src.bundles").public_files(list(bundles.values())))
+            out.update(importlib.import_module("site_src.bundles").public_files(list(bundles.values())))
         except Exception as exc:
             errors.add(BuildError(f"bundles: {exc}"))
     try:
-        files.update(honesty.pages(lambda template, prefix, **ctx: jinja.get_template(template).render(
+        out.update(honesty.pages(lambda template, prefix, **ctx: jinja.get_template(template).render(
             **_common(config, pages, order, None, prefix), description=ctx.get("summary", ""), **ctx)))
     except jinja2.TemplateError as exc:
         errors.add(BuildError(f"template error in the registration pages: {exc}"))
     for rel, view in honesty.used.items():
         used[rel] = used.get(rel, False) or view
-    files.update(publish(root, used, lambda rel, data: _source_view(jinja, config, pages, order, rel, data)))
-    static = root / "templates" / "static"
-    if static.is_dir():
-        for path in sorted(static.rglob("*")):
-            if path.is_file():
-                files[f"assets/{path.relative_to(static).as_posix()}"] = path.read_bytes()
+    out.update(publish(files, used, lambda rel, data: _source_view(jinja, config, pages, order, rel, data), errors))
+    static, refused = files.listed("templates/static")
+    for rel, why in refused:
+        errors.add(BuildError(f"static file {why}", rel))
+    for rel in static:
+        out[f"assets/{rel[len('templates/static/'):]}"] = files.read_bytes(rel)
     if figure_count:
         try:
             assets = importlib.import_module("site_src.figures").figure_assets(root / ".cache" / "figures")
-            files.update({f"assets/{name}": data for name, data in assets.items()})
+            out.update({f"assets/{name}": data for name, data in assets.items()})
         except Exception as exc:
             errors.add(BuildError(f"figures: cannot produce the figure assets: {exc}"))
     if config.base_url:
-        files["sitemap.xml"] = _sitemap(config.base_url, [pages[n] for n in order])
-    return BuildResult(errors, files, bundle_pages)
+        out["sitemap.xml"] = _sitemap(config.base_url, [pages[n] for n in order])
+    _check_outputs(out, errors)
+    return BuildResult(errors, out, bundle_pages)
 
 
-def _bundle(root: Path, page, bundles: dict, errors):
+def _check_outputs(out: dict, errors) -> None:
+    """Every output path stays inside the site, and no path is both a file and a folder."""
+    folders = set()
+    for rel in out:
+        parts = rel.split("/")
+        folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    for rel in sorted(out):
+        why = check_out_rel(rel)
+        if why:
+            errors.add(BuildError(f"output path {rel[:80]!r} {why}"))
+        elif rel in folders:
+            errors.add(BuildError(f"output path {rel!r} is both a file and a folder of the site"))
+
+
+def _bundle(files: RepoFiles, page, bundles: dict, errors):
     name = page.meta["bundle"]
     if name in bundles:
         return bundles[name]
-    if not (root / "templates" / "partials" / "bundle.html").is_file():
+    if files.refusal("templates/partials/bundle.html"):
         errors.add(BuildError("study pages need templates/partials/bundle.html", page.field_where("bundle")))
         return None
     try:
         module = importlib.import_module("site_src.bundles")
-        bundles[name] = module.build_bundle(root / "bundles" / name, root)
+        members = [rel[len(f"bundles/{name}/"):] for rel in files.listed(f"bundles/{name}")[0]]
+        bundles[name] = module.build_bundle(files.root / "bundles" / name, files.root, members=members)
     except Exception as exc:
         errors.add(BuildError(f"bundle {name!r}: {exc}", page.field_where("bundle")))
         return None
@@ -228,35 +269,54 @@ def verify_bundles(target: Path, result: BuildResult) -> None:
 
 
 def build(root: Path, out: Path | None = None, keep: bool = True) -> BuildResult:
-    """Build into a temporary directory beside `out`; on success swap it in, else leave `out` as it was.
+    """Build into a fresh build folder beside `out`; on success point `out` at it with one rename,
+    else leave `out` as it was (see site_src/paths.py for what may be written where).
 
-    With keep=False (the `check` command) the output is removed and `out` is never touched.
+    With keep=False (the `check` command) the site is written to a temporary folder, checked and
+    removed; `out` is never touched.
     """
     root = root.resolve()
-    out = (out or root / "public").resolve()
+    out = Path(os.path.abspath(out or root / "public"))
+    target_folder = OutputFolder(out, root)
+    if keep:
+        why = target_folder.refusal()
+        if why:
+            errors = Errors()
+            errors.add(BuildError(why, "--out"))
+            return BuildResult(errors)
     result = collect(root)
-    parent = out.parent if keep else Path(tempfile.gettempdir())
-    parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=parent))
-    try:
-        if result.ok:
-            write_tree(result.files, staging)
-            verify_bundles(staging, result)
-        if not result.ok or not keep:
-            return result
-        old = None
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}-old-", dir=parent))
-            os.replace(out, old / "tree")
-        try:
-            os.replace(staging, out)
-        except OSError:
-            if old is not None:  # put the previous site back rather than leave no site at all
-                os.replace(old / "tree", out)
-            raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+    if not result.ok:
         return result
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+    if not keep:
+        with tempfile.TemporaryDirectory(prefix="site-check-") as tmp:
+            try:
+                write_tree(result.files, Path(tmp))
+            except OSError as exc:
+                result.errors.add(BuildError(f"cannot write the site to a temporary folder: {_os_reason(exc)}"))
+                return result
+            verify_bundles(Path(tmp), result)
+        return result
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with target_folder.locked():
+            staging = target_folder.new_build()
+            swapped = False
+            try:
+                write_tree(result.files, staging)
+                verify_bundles(staging, result)
+                if result.ok:
+                    target_folder.swap(staging)
+                    swapped = True
+            finally:
+                if not swapped:
+                    target_folder.discard(staging)
+    except OutputRefused as exc:
+        result.errors.add(BuildError(str(exc), "--out"))
+    except OSError as exc:
+        result.errors.add(BuildError(f"cannot write the site to {out}: {_os_reason(exc)}"))
+    return result
+
+
+def _os_reason(exc: OSError) -> str:
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"

@@ -6,42 +6,49 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from .errors import BuildError
+from .paths import InputRefused
 from .resolve import VIEWABLE
 
 SKIP_PARTS = ("__pycache__",)
 
 
-def bundle_files(root: Path) -> list[str]:
-    """Every file of every bundles/<study>/ folder, repository-relative, sorted."""
-    base = root / "bundles"
-    if not base.is_dir():
-        return []
-    out = []
-    for path in sorted(base.rglob("*")):
-        rel = path.relative_to(root)
-        if path.is_file() and not any(p.startswith(".") or p in SKIP_PARTS for p in rel.parts) \
-                and path.suffix != ".pyc":
-            out.append(rel.as_posix())
-    return out
+def bundle_files(files, errors) -> list[str]:
+    """Every file of every bundles/<study>/ folder that the path policy allows, repository-relative,
+    sorted; a file there that it refuses (untracked, a symbolic link) is an error."""
+    good, bad = files.listed("bundles")
+    for rel, why in bad:
+        if not _skipped(rel):
+            errors.add(BuildError(f"bundle file {why}", rel))
+    return [rel for rel in good if not _skipped(rel)]
 
 
-def publish(root: Path, used: dict[str, bool], render_view) -> dict[str, bytes]:
+def _skipped(rel: str) -> bool:
+    parts = rel.split("/")
+    return any(p.startswith(".") or p in SKIP_PARTS for p in parts) or rel.endswith(".pyc")
+
+
+def publish(files, used: dict[str, bool], render_view, errors) -> dict[str, bytes]:
     """{path under public/: bytes} for the raw fixtures and their line views.
 
     `used` maps repository-relative paths to whether a line view is needed; `render_view(rel,
-    data)` renders one view page.
+    data)` renders one view page. Every file is read through the path policy `files`.
     """
-    wanted = {rel: False for rel in bundle_files(root)}
+    wanted = {rel: False for rel in bundle_files(files, errors)}
     for rel, view in used.items():
         if not rel.startswith("../"):
             wanted[rel] = wanted.get(rel, False) or view
-    files = {}
+    out = {}
     for rel in sorted(wanted):
-        data = (root / rel).read_bytes()
-        files[f"source/{rel}"] = data
+        try:
+            data = files.read_bytes(rel)
+        except (InputRefused, OSError) as exc:
+            errors.add(BuildError(f"cannot publish: {exc}", rel))
+            continue
+        out[f"source/{rel}"] = data
         if wanted[rel] or Path(rel).suffix.lower() in VIEWABLE:
-            files[f"source/{rel}.html"] = render_view(rel, data)
-    return files
+            out[f"source/{rel}.html"] = render_view(rel, data)
+    return out
 
 
 def sha256(data: bytes) -> str:

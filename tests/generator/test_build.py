@@ -14,8 +14,11 @@ def test_build_writes_pages_with_clean_urls(site):
         assert (public / path).is_file(), path
     # fixtures are published byte for byte
     assert (public / "source/data/golden.json").read_bytes() == (site / "data/golden.json").read_bytes()
-    # no leftovers of the staging directories
-    assert sorted(p.name for p in site.iterdir() if p.name.startswith(".public")) == []
+    # public is a link to the one build folder left; no other staging folder remains
+    assert (site / "public").is_symlink()
+    assert sorted(p.name for p in site.iterdir() if p.name.startswith(".public")) == [".public.builds"]
+    kept = [p.name for p in (site / ".public.builds").iterdir() if p.name != ".lock"]
+    assert kept == [(site / "public").resolve().name]
 
 
 def test_receipt_markup(site):
@@ -164,7 +167,7 @@ def test_study_page_header_and_bundle(site, monkeypatch):
         zip_href = "bundles/demo.zip"
 
     calls = []
-    monkeypatch.setattr(bundles, "build_bundle", lambda study_dir, repo_root: calls.append(study_dir.name) or FakeBundle())
+    monkeypatch.setattr(bundles, "build_bundle", lambda study_dir, repo_root, members=None: calls.append(study_dir.name) or FakeBundle())
     monkeypatch.setattr(bundles, "public_files", lambda found: {"bundles/demo.zip": b"zip", "SHA256SUMS": b"sums\n"})
     monkeypatch.setattr(bundles, "verify_published", lambda public, html, bundle, page: calls.append(page))
     (site / "templates/partials/bundle.html").write_text(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from generator_helpers import REPO, run
+from generator_helpers import REPO, git, run
 
 @pytest.mark.parametrize("args", [[], ["build"], ["check"], ["serve"], ["ref"]])
 def test_help_everywhere(args, capsys):
@@ -27,6 +27,7 @@ def test_exit_status_of_the_script(site):
     ok = subprocess.run([sys.executable, str(REPO / "build.py"), "--root", str(site)], capture_output=True, text=True)
     assert ok.returncode == 0 and "build ok" in ok.stdout
     (site / "content/bad.md").write_text("---\ntitle: T\nsummary: S\n---\n\n{{ data/golden.json:99 }}\n")
+    git(site, "add", "-A")
     bad = subprocess.run([sys.executable, str(REPO / "build.py"), "--root", str(site)], capture_output=True, text=True)
     assert bad.returncode == 1
     assert "error: content/bad.md:6: {{ data/golden.json:99 }}: line 99 is out of range" in bad.stderr

@@ -4,7 +4,7 @@ import pytest
 from site_src.errors import FixtureProblem
 from site_src.resolve import Resolver
 
-from generator_helpers import FIXTURE
+from generator_helpers import FIXTURE, commit_all
 
 
 @pytest.fixture
@@ -119,7 +119,7 @@ def test_bundle_first(resolver):
     ("data/rows.jsonl | mean nope", "data/rows.jsonl:1", "no field 'nope'"),
     ("data/rows.jsonl | where margin > 99 | mean margin", "data/rows.jsonl", "no rows"),
     ("data/golden.json:5 | count", "data/golden.json:5", "need rows"),
-    ("../outside.json:1", "../outside.json", "not found"),
+    ("../outside.json:1", "../outside.json", "outside the repository"),
 ])
 def test_errors_name_the_fixture_line(resolver, ref, fixture, fragment):
     with pytest.raises(FixtureProblem) as info:
@@ -131,6 +131,7 @@ def test_outside_repository_refused(tmp_path):
     (tmp_path / "outside.json").write_text('{"a": 1}\n')
     root = tmp_path / "repo"
     root.mkdir()
+    commit_all(root)
     with pytest.raises(FixtureProblem, match="outside the repository"):
         Resolver(root).resolve("../outside.json#a")
     assert Resolver(root, allow_outside=True).resolve("../outside.json#a").href == ""
@@ -140,6 +141,7 @@ def test_nan_is_refused_only_where_used(tmp_path):
     (tmp_path / "n.json").write_text('{\n  "ok": 1.5,\n  "bad": NaN\n}\n')
     (tmp_path / "n.jsonl").write_text('{"x": 1.0}\n{"x": NaN}\n')
     (tmp_path / "n.yaml").write_text("a: .nan\n")
+    commit_all(tmp_path)
     r = Resolver(tmp_path)
     assert r.resolve("n.json:2").value == 1.5
     for ref, where in [("n.json:3", "n.json:3"), ("n.json#bad", "n.json:3"), ("n.jsonl | mean x", "n.jsonl:2"),
@@ -151,6 +153,7 @@ def test_nan_is_refused_only_where_used(tmp_path):
 
 def test_jsonl_parse_error_names_line(tmp_path):
     (tmp_path / "b.jsonl").write_text('{"x": 1}\n{"x": 2}\n{"x": \n')
+    commit_all(tmp_path)
     with pytest.raises(FixtureProblem, match="does not parse") as info:
         Resolver(tmp_path).resolve("b.jsonl | count")
     assert info.value.fixture == "b.jsonl:3"
