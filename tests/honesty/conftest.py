@@ -56,7 +56,12 @@ def make_study_site(tmp_path: Path, front: str = STUDY_FRONT, body: str = "## Re
 
 
 def build_site(root: Path):
-    """collect() the site: (BuildResult, error lines)."""
+    """collect() the site: (BuildResult, error lines). The build reads only git-tracked files, so
+    the folder becomes a git repository with every file staged first."""
+    import subprocess
     from site_src.site import collect
+    if not (root / ".git").exists():
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
     result = collect(root)
     return result, result.errors.lines()
