@@ -31,7 +31,7 @@ ROW_HEAD = ("model", "dimension", "pair_id", "seed_id")
 ATTRIBUTION_ROW = ROW_HEAD + ("component", "kind", "layer", "attribution", "attr_chosen",
                               "attr_rejected", "margin")
 PATCHING_ROW = ROW_HEAD + ("component", "kind", "layer", "mode", "clean_margin",
-                           "patched_margin", "effect", "moves_pct", "offdist_z")
+                           "patched_margin", "effect", "moves_pct", "offdist_z", "offdist_flag")
 LENS_ROW = ROW_HEAD + ("layer", "depth", "running_margin")
 PAIR_ROW = ("dimension", "pair_id", "seed_id", "prompt", "chosen", "rejected")
 

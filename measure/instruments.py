@@ -11,6 +11,8 @@ import torch
 
 from bundle_kit.contract import MODES
 
+from . import offdist
+
 from .adapter import Adapter, Batch, count_layer_evals, parse_component
 from .cache import ActivationCache, head_slice
 from .errors import MeasureError
@@ -20,9 +22,13 @@ from .errors import MeasureError
 class ActivationStats:
     """Per-feature mean and standard deviation of each component's output over the clean data
     set, every real (non-padding) position, keyed by component: `attn_L{i}`, `mlp_L{i}` (d,),
-    `head_L{i}_H{j}` (k,), a head's slice of its layer's o_proj input."""
+    `head_L{i}_H{j}` (k,), a head's slice of its layer's o_proj input.
+    `offdist`: each patched component's clean reference at the scoring token (measure/offdist.py),
+    `folds`: {seed_id: fold} of its cross-fit; both None when there are too few seeds."""
     mean: dict[str, torch.Tensor]
     std: dict[str, torch.Tensor]
+    offdist: dict[str, offdist.Reference] | None = None
+    folds: dict[str, int] | None = None
 
 
 class StatsAccumulator:
@@ -31,6 +37,7 @@ class StatsAccumulator:
         self.squares: dict[str, torch.Tensor] = {}
         self.count = 0
         self.head_dim = 0
+        self.read: dict[str, list[torch.Tensor]] = {}  # name -> [(B, n)] at the scoring token
 
     def add(self, adapter: Adapter, batch: Batch, run: ActivationCache) -> None:
         width = batch.ids.shape[1]
@@ -44,14 +51,27 @@ class StatsAccumulator:
                 values = tensor[real].double()
                 self.sums[name] = self.sums.get(name, 0) + values.sum(0)
                 self.squares[name] = self.squares.get(name, 0) + values.pow(2).sum(0)
+                self.read.setdefault(name, []).append(offdist.read_at(tensor, batch.score_idx)[0].float().cpu())
 
-    def finish(self) -> ActivationStats:
-        """The statistics, a layer's heads (accumulated side by side) split into one per head."""
+    def finish(self, seeds: list[str] | None = None) -> ActivationStats:
+        """The statistics, a layer's heads (accumulated side by side) split into one per head.
+        `seeds`: the seed_id of every pair added, in order; with at least two distinct seeds
+        each patched component also gets its cross-fitted off-distribution reference."""
         head_dim = self.head_dim
         mean = {k: v / self.count for k, v in self.sums.items()}
         std = {k: (self.squares[k] / self.count - mean[k].pow(2)).clamp_min(0).sqrt()
                for k in self.sums}
-        return ActivationStats(_per_head(mean, head_dim), _per_head(std, head_dim))
+        mean, std = _per_head(mean, head_dim), _per_head(std, head_dim)
+        read = _per_head({k: torch.cat(v) for k, v in self.read.items()}, head_dim)
+        if (not seeds or len(set(seeds)) < 2
+                or not all(bool(torch.isfinite(t).all()) for t in read.values())):
+            return ActivationStats(mean, std)  # non-finite outputs are reported by the clean run's check
+        folds = offdist.seed_folds(seeds, min(offdist.FOLDS, len(set(seeds))))
+        effect_fold = torch.tensor([folds[s] for s in seeds])
+        n_folds = len(set(folds.values()))
+        refs = {name: offdist.calibrate(values, torch.arange(values.shape[0]) // 2, effect_fold, n_folds)
+                for name, values in read.items()}
+        return ActivationStats(mean, std, refs, folds)
 
 
 def _per_head(values: dict[str, torch.Tensor], head_dim: int) -> dict[str, torch.Tensor]:
@@ -60,18 +80,13 @@ def _per_head(values: dict[str, torch.Tensor], head_dim: int) -> dict[str, torch
         if name.startswith("heads_L"):
             layer = name[len("heads_L"):]
             for j in range(tensor.shape[-1] // head_dim):
-                out[f"head_L{layer}_H{j}"] = tensor[head_slice(j, head_dim)].clone()
+                out[f"head_L{layer}_H{j}"] = tensor[..., head_slice(j, head_dim)].clone()
         else:
             out[name] = tensor
     return out
 
 
 # ----- patching -----------------------------------------------------------------------------
-def _at_scoring(batch: Batch, tensor: torch.Tensor) -> torch.Tensor:
-    rows = torch.arange(tensor.shape[0], device=tensor.device)
-    return tensor[rows, batch.score_idx]
-
-
 def replacement(batch: Batch, clean: torch.Tensor, mode: str, mean: torch.Tensor | None,
                 sl: slice | None = None) -> torch.Tensor:
     """The patched version of one output tensor (B, T, n); `sl` restricts the patch to a slice of
@@ -93,15 +108,18 @@ def replacement(batch: Batch, clean: torch.Tensor, mode: str, mean: torch.Tensor
     return out
 
 
-def _offdist(batch: Batch, patched: torch.Tensor, name: str, stats: ActivationStats,
-             sl: slice | None) -> torch.Tensor:
-    """(B,) RMS over features of the z-score of component `name`'s patched value at the scoring
-    token against its clean activation distribution (a typical clean activation scores about 1)."""
+def _offdist(batch: Batch, patched: torch.Tensor, name: str, stats: ActivationStats | None,
+             sl: slice | None, folds: torch.Tensor | None) -> torch.Tensor:
+    """(P,) each pair's off-distribution score (measure/offdist.py): the patched value at the
+    scoring token of both responses against the clean ones there, cross-fitted by the pair's
+    fold (folds (P,)); above 1 is flagged. NaN when there is no reference."""
+    if stats is None or stats.offdist is None or folds is None:
+        return torch.full((batch.ids.shape[0] // 2,), float("nan"), dtype=torch.float64)
     sl = sl if sl is not None else slice(None)
-    value = _at_scoring(batch, patched)[:, sl].double()
-    mu = stats.mean[name].to(value.device)
-    sd = stats.std[name].to(value.device)
-    return (((value - mu) / (sd + 1e-8)).pow(2).mean(-1)).sqrt()
+    ref = stats.offdist[name]
+    where = ref.fits[0].mean.device
+    value, rows = offdist.read_at(patched[..., sl], batch.score_idx)
+    return offdist.score(ref, value.float().to(where), rows.to(where) // 2, folds.to(where)).cpu()
 
 
 def _margins(rewards: torch.Tensor) -> torch.Tensor:
@@ -111,8 +129,10 @@ def _margins(rewards: torch.Tensor) -> torch.Tensor:
 
 def patch_sweep(adapter: Adapter, batch: Batch, run: ActivationCache, stats: ActivationStats | None,
                 components: list[str], modes=MODES, max_rows: int = 512,
-                counter: dict | None = None) -> dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor]]:
-    """{(component, mode): (patched margins (P,), off-distribution z (P,))}.
+                counter: dict | None = None, folds: torch.Tensor | None = None
+                ) -> dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor]]:
+    """{(component, mode): (patched margins (P,), off-distribution score (P,))}; `folds` (P,)
+    gives each pair's cross-fit fold (`stats.folds` of its seed), without it the score is NaN.
 
     Resumes every patched run from the cached input of the patched layer, and batches the
     variants that resume from the same point (all of one layer's attention-side patches, all of
@@ -135,36 +155,34 @@ def patch_sweep(adapter: Adapter, batch: Batch, run: ActivationCache, stats: Act
                 chunk = variants[start:start + per_chunk]
                 resids, offs = [], []
                 for name, mode in chunk:
-                    resid, off = _patched_stream(adapter, batch, run, stats, name, mode)
+                    resid, off = _patched_stream(adapter, batch, run, stats, name, mode, folds)
                     resids.append(resid)
                     offs.append(off)
                 final = adapter.continue_from(torch.cat(resids), layer, side, ctx, counter)
                 rewards = adapter.reward_at(final, batch.score_idx.repeat(len(chunk)))
                 margins = _margins(rewards.reshape(len(chunk), B))
                 for k, (name, mode) in enumerate(chunk):
-                    off = offs[k]
-                    results[(name, mode)] = (margins[k], (off[0::2] + off[1::2]) / 2)
+                    results[(name, mode)] = (margins[k], offs[k])
     return results
 
 
-def _patched_stream(adapter, batch, run, stats, name, mode):
-    """The residual stream right after the patched sublayer, and the off-distribution z."""
+def _patched_stream(adapter, batch, run, stats, name, mode, folds=None):
+    """The residual stream right after the patched sublayer, and the off-distribution score."""
     kind, i, head = parse_component(name)
-    zero_off = torch.zeros(batch.ids.shape[0], dtype=torch.float64)
     if kind == "mlp":
         mean = stats.mean[name] if stats else None
         patched = replacement(batch, run.mlp[i], mode, mean)
-        off = _offdist(batch, patched, name, stats, None) if stats else zero_off
+        off = _offdist(batch, patched, name, stats, None, folds)
         return adapter.family.join(i, run.resid_mid[i], patched), off
     if kind == "attn":
         mean = stats.mean[name] if stats else None
         patched = replacement(batch, run.attn[i], mode, mean)
-        off = _offdist(batch, patched, name, stats, None) if stats else zero_off
+        off = _offdist(batch, patched, name, stats, None, folds)
         return adapter.family.join(i, run.resid_pre[i], patched), off
     sl = head_slice(head, adapter.head_dim)
     mean = stats.mean[name] if stats else None
     heads = replacement(batch, run.heads[i], mode, mean, sl)
-    off = _offdist(batch, heads, name, stats, sl) if stats else zero_off
+    off = _offdist(batch, heads, name, stats, sl, folds)
     return adapter.family.join(i, run.resid_pre[i], adapter.family.attn_from_heads(i, heads)), off
 
 

@@ -25,6 +25,7 @@ import torch
 
 FOLDS = 5
 QUANTILE = 0.99
+THRESHOLD = 1.0  # on the reported score (distance / calibrated threshold): above it is flagged
 VERSION = "mahalanobis-ledoit-wolf-crossfit-1"  # part of a run's fingerprint: changed scores never resume
 
 
@@ -154,7 +155,25 @@ def score(ref: Reference, patched: torch.Tensor, owner: torch.Tensor,
 
 def flagged(scores: torch.Tensor) -> torch.Tensor:
     """(E,) bool: beyond the clean threshold."""
-    return scores > 1.0
+    return scores > THRESHOLD
+
+
+# ----- the study's summary ------------------------------------------------------------------
+def golden_block(patch_rows: list[dict], head_rows: list[dict], modes=("mean", "zero", "swap")) -> dict:
+    """golden.json's `offdist` block, counted from the rows as written: per mode, how many
+    effects were scored and how many flagged (attn/mlp rows, then head rows)."""
+    def count(rows, flag):
+        return {m: sum(1 for r in rows if r["mode"] == m and r.get("offdist_flag") is flag) for m in modes}
+
+    def scored(rows):
+        return {m: sum(1 for r in rows if r["mode"] == m and r.get("offdist_z") is not None) for m in modes}
+
+    return {"statistic": "Mahalanobis distance at the scoring token, Ledoit-Wolf covariance per component, "
+                         "cross-fitted over seed folds; offdist_z = the larger of the two responses' "
+                         "distances / the component's calibrated threshold",
+            "quantile": QUANTILE, "folds": FOLDS, "threshold": THRESHOLD,
+            "scored": scored(patch_rows), "flagged": count(patch_rows, True),
+            "heads_scored": scored(head_rows), "heads_flagged": count(head_rows, True)}
 
 
 # ----- storage (plain tensors, so torch.load(weights_only=True) can read it back) -----------

@@ -72,10 +72,14 @@ One row per (pair, component, mode) for every `attn_L{{i}}` and `mlp_L{{i}}`. {c
   the pair). Both responses are re-run with the patch.
 - `clean_margin`, `patched_margin`; `effect` = `patched_margin - clean_margin`;
   `moves_pct` = `100 * |effect| / |clean_margin|` (null if the clean margin is exactly 0).
-- `offdist_z`: how far the patched activation sits from the clean activation distribution: the
-  root mean square over features of the per-feature z-score of the patched value at the scoring
-  token (mean and spread from the clean data set), averaged over the two responses. A typical
-  clean activation scores about 1; `mean` mode scores 0 by construction.
+- `offdist_z`: how far the patched activation sits from the clean activations *at the scoring
+  token*, where the patch is read: the Mahalanobis distance under a Ledoit-Wolf shrinkage
+  covariance of that component, fitted on clean activations of the other seed folds only (so a
+  pair is never scored against a distribution that contains it), the larger of the two
+  responses, divided by the component's threshold (the conformal 99% quantile of the held-out
+  clean pairs' distances). null when the study has fewer than two seeds.
+- `offdist_flag`: `offdist_z > 1`: the patch put the component outside what clean inputs
+  produce there (a clean pair is flagged at most about 1% of the time).
 
 ## `heads_patching_per_pair.jsonl` — the same, per attention head
 
@@ -119,6 +123,9 @@ One row per (pair, layer).
   `patching_auc_by_mode`: point estimates of the patching AUC for each patching mode.
 - `attribution_sum_gap`: the largest |sum of attributions - margin| over pairs.
 - `organism_heldout_accuracy` (organism only): the trained organism's accuracy on held-out twins.
+- `offdist`: how the off-distribution flag is made (`statistic`, `quantile`, `folds`, and the
+  `threshold` on `offdist_z`), and per mode the effects `scored` and `flagged` in
+  `patching_per_pair.jsonl`, and `heads_scored`, `heads_flagged` in the heads file.
 
 ## `manifest.json` — the run
 

@@ -1,6 +1,11 @@
 """Per-pair rows of one shard: attribution, patching and lens, rounded as they will be written."""
 from __future__ import annotations
 
+import math
+
+import torch
+
+from . import offdist
 from .adapter import Adapter, parse_component
 from .errors import MeasureError
 from .instruments import MODES, ActivationStats, check_finite, patch_sweep
@@ -26,7 +31,9 @@ def shard_rows(adapter: Adapter, pairs: list[dict], seqs: list[list[int]], stats
     attr = {k: v.double() for k, v in run.attribution().items()}
     running = run.lens().double()
     components = [c for c in adapter.components(heads=patch_heads) if c != "embed"]
-    patched = patch_sweep(adapter, batch, run, stats, components, modes, max_rows)
+    folds = (torch.tensor([stats.folds[p["seed_id"]] for p in pairs])
+             if stats is not None and stats.folds else None)
+    patched = patch_sweep(adapter, batch, run, stats, components, modes, max_rows, folds=folds)
     out = {"attribution": [], "attribution_heads": [], "patching": [], "patching_heads": [],
            "lens": []}
     for p, pair in enumerate(pairs):
@@ -47,9 +54,11 @@ def shard_rows(adapter: Adapter, pairs: list[dict], seqs: list[list[int]], stats
                 patched_margin = float(value[p])
                 check_finite(value[p:p + 1], f"pair {pair['pair_id']}, {name} patched ({mode})")
                 effect = patched_margin - margin
+                z = None if math.isnan(float(off[p])) else round(float(off[p]), PLACES)
                 row = dict(head, component=name, kind=kind, layer=layer, mode=mode,
                            clean_margin=margin, patched_margin=patched_margin, effect=effect,
-                           moves_pct=_moves(effect, margin), offdist_z=float(off[p]))
+                           moves_pct=_moves(effect, margin), offdist_z=z,
+                           offdist_flag=None if z is None else z > offdist.THRESHOLD)
                 out["patching_heads" if kind == "head" else "patching"].append(row)
         for i in range(adapter.n_layers):
             out["lens"].append(dict(head, layer=i, depth=(i + 1) / adapter.n_layers,

@@ -21,6 +21,7 @@ import torch
 
 from site_src.files import git_state, write_atomic
 
+from . import offdist
 from .adapter import load
 from .errors import MeasureError
 from .instruments import MODES, StatsAccumulator
@@ -128,7 +129,8 @@ def versions() -> dict:
 
 def _save_stats(path: Path, stats) -> None:
     buffer = io.BytesIO()
-    torch.save({"mean": stats.mean, "std": stats.std}, buffer)
+    torch.save({"mean": stats.mean, "std": stats.std, "folds": stats.folds,
+                "offdist": {k: offdist.to_state(v) for k, v in (stats.offdist or {}).items()}}, buffer)
     write_atomic(path, buffer.getvalue())
 
 
@@ -161,8 +163,8 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
                 "seed": seed, "dtype": str(adapter.dtype).replace("torch.", ""),
                 "device_type": adapter.device.type, "objective": objective}
     fingerprint = hashlib.sha256(json.dumps(
-        [identity, shard_size, max_rows, list(MODES), patch_heads, versions()["torch"], STATS_LAYOUT],
-        sort_keys=True).encode()
+        [identity, shard_size, max_rows, list(MODES), patch_heads, versions()["torch"], STATS_LAYOUT,
+         offdist.VERSION], sort_keys=True).encode()
     ).hexdigest()[:16]
     run_dir = runs_dir / study / fingerprint
     seqs = []
@@ -179,7 +181,9 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
     if stats_path.exists():
         saved = torch.load(stats_path, map_location=adapter.device)
         from .instruments import ActivationStats
-        stats = ActivationStats(saved["mean"], saved["std"])
+        stats = ActivationStats(saved["mean"], saved["std"],
+                                {k: offdist.from_state(v) for k, v in saved["offdist"].items()} or None,
+                                saved["folds"])
     else:
         acc = StatsAccumulator()
         for shard in tqdm(shards, desc="clean pass (means)", disable=not progress):
@@ -187,7 +191,7 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
             batch = adapter.batch(shard_seqs)
             with torch.no_grad():
                 acc.add(adapter, batch, adapter.clean_run(batch))
-        stats = acc.finish()
+        stats = acc.finish(seeds=[p["seed_id"] for p in pairs])
         _save_stats(stats_path, stats)
 
     computed = resumed = 0

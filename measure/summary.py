@@ -6,6 +6,8 @@ from collections import defaultdict
 
 from bundle_kit import rankstats
 
+from . import offdist
+
 RANK_MODE = "mean"
 KINDS_COMPARED = ["attn", "mlp"]
 TOP = 3
@@ -201,4 +203,5 @@ def golden(study: str, model_id: str, identity: dict, files: dict[str, list[dict
                                         patch + files["patching_heads"], key)
                            if key is not None else None)
     out.update(extra)
+    out["offdist"] = offdist.golden_block(patch, files["patching_heads"])
     return out

@@ -107,7 +107,7 @@ def organism():
     acc.add(adapter, batch, run)
     folds = offdist.seed_folds([p["seed_id"] for p in study])
     fold = torch.tensor([folds[p["seed_id"]] for p in study])
-    return adapter, (batch, run, fold), clean(heldout), acc.finish()
+    return adapter, (batch, run, fold), clean(heldout), acc.finish(seeds=[p["seed_id"] for p in study])
 
 
 def _outputs(adapter, run):
@@ -149,3 +149,33 @@ def test_scaled_activations_are_flagged_and_unseen_clean_ones_are_not(organism):
     fresh_rate = float(torch.cat(fresh_flags).double().mean())
     assert scaled_rate >= 0.99, scaled_rate
     assert fresh_rate <= 0.02, fresh_rate           # calibrated at 1% on the study's own pairs
+
+
+def test_the_sweep_scores_patches_against_the_scoring_token_reference(organism):
+    from measure.instruments import patch_sweep
+
+    adapter, (batch, run, fold), _heldout, stats = organism
+    assert stats.folds is not None and set(stats.offdist) >= {"mlp_L3", "head_L3_H0"}
+    got = patch_sweep(adapter, batch, run, stats, ["mlp_L3", "head_L3_H0"],
+                      modes=("mean", "swap", "clean"), folds=fold)
+    assert bool(offdist.flagged(got[("mlp_L3", "mean")][1]).all())
+    for name in ("mlp_L3", "head_L3_H0"):
+        clean = got[(name, "clean")][1]
+        # the clean patch is the calibration set itself: at most 1% above the threshold
+        assert int(offdist.flagged(clean).sum()) <= 0.01 * len(clean)
+        # a swap only exchanges the two responses' clean values: the pair's score is unchanged
+        assert torch.allclose(got[(name, "swap")][1], clean)
+
+
+def test_rows_carry_the_score_and_its_flag(organism):
+    from measure.jsonio import read_jsonl
+    from measure.rows import shard_rows
+
+    adapter, _study, _heldout, stats = organism
+    pairs = read_jsonl(ORGANISM / "pairs.jsonl")[:4]
+    seqs = [s for p in pairs for s in (adapter.encode(p["prompt"], p["chosen"]),
+                                      adapter.encode(p["prompt"], p["rejected"]))]
+    with torch.no_grad():
+        rows = shard_rows(adapter, pairs, seqs, stats, 512, patch_heads=False)["patching"]
+    assert all(r["offdist_flag"] is (r["offdist_z"] > offdist.THRESHOLD) for r in rows)
+    assert all(r["offdist_flag"] for r in rows if r["component"] == "mlp_L3" and r["mode"] == "mean")
