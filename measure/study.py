@@ -144,6 +144,7 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
     from tqdm import tqdm
 
     started = time.time()
+    git = git_commit()  # before the run writes the bundle, which would make the tree look dirty
     setup_determinism(seed, threads, device)
     out = Path(out) if out else REPO / "bundles" / study
     runs_dir = Path(runs_dir) if runs_dir else REPO / "measure_runs"
@@ -241,7 +242,7 @@ def run_study(model: str = "organism", study: str = "organism", out: Path | None
         "data_file": _shown(pairs_file),
         "packages": versions(), "device": str(adapter.device), "threads": threads,
         "shard_size": shard_size, "patch_heads": patch_heads, "shards": len(shards), "shards_resumed": resumed,
-        "run_fingerprint": fingerprint, "git": git_commit(),
+        "run_fingerprint": fingerprint, "git": git,
         "wall_time_s": round(time.time() - started, 3),
         # the arguments only: the interpreter's path would name this machine's folders
         "command": "python -m measure " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("__main__.py") else None,
