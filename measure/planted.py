@@ -441,21 +441,22 @@ def _forward(adapter, batch, source, patched: set[str]):
     inputs of the same shape), at every position; every other component computed live."""
     import torch
 
-    ctx = adapter.context(batch.ids.shape[1])
+    family = adapter.family
+    ctx = family.context(batch.ids.shape[1])
     with torch.no_grad():
-        resid = adapter.base.embed_tokens(batch.ids)
+        resid = family.embed(batch.ids)
         for i in range(adapter.n_layers):
-            attn, z = adapter.attn_block(i, resid, ctx)
+            attn, heads = family.attn(i, resid, ctx)
             swap = [h for h in range(adapter.n_heads) if f"head_L{i}_H{h}" in patched]
             if swap:
-                z = z.clone()
+                heads = heads.clone()
                 for h in swap:
                     sl = slice(h * adapter.head_dim, (h + 1) * adapter.head_dim)
-                    z[..., sl] = source.z[i][..., sl]
-                attn = adapter.attn_from_z(i, z)
-            resid = resid + attn
-            mlp = source.mlp[i] if f"mlp_L{i}" in patched else adapter.mlp_block(i, resid)
-            resid = resid + mlp
+                    heads[..., sl] = source.heads[i][..., sl]
+                attn = family.attn_from_heads(i, heads)
+            resid = family.join(i, resid, attn)
+            mlp = source.mlp[i] if f"mlp_L{i}" in patched else family.mlp(i, resid)
+            resid = family.join(i, resid, mlp)
         return adapter.reward_at(resid, batch.score_idx)
 
 
