@@ -30,3 +30,46 @@ def test_header_line_and_registry_come_from_the_records(tmp_path, tiny_bundle):
     assert f'<dt>reproduction</dt><dd><a href="#reproductions">{line}</a></dd>' in html
     assert "reproduction on the project&#39;s own machine (not independent)" in html
     assert "source/reproductions/tiny/here.yaml.html" in result.files  # the record is published with its lines
+
+
+def _registered_site(tmp_path, predictions: dict[str, str]):
+    """A study site in git whose records (id -> prediction) were committed before everything else."""
+    from .gitrepo import Repo
+    root = make_study_site(tmp_path)
+    repo = Repo(root)
+    for reg_id, prediction in predictions.items():
+        repo.write(f"registrations/{reg_id}.yaml", (
+            f"id: {reg_id}\nstudy: tiny\nclaim: A claim about the mean rho.\nquantity: mean_rho\n"
+            f"prediction: {prediction}\nkill: {{quantity: counts/pairs, op: '<', bound: 2, meaning: too few pairs}}\n"
+            "rationale: A test.\nauthor: tester\n"))
+    repo.commit("freeze", "registrations")
+    repo.commit("everything else", ".")
+    return root
+
+
+def test_registration_pages_and_header(tmp_path):
+    root = _registered_site(tmp_path, {"tiny-high": '{op: ">", bound: 0.9}', "tiny-low": '{op: "<", bound: 0.9}'})
+    result, errors = build_site(root)
+    assert errors == []
+    high = result.files["registrations/tiny-high/index.html"].decode()
+    low = result.files["registrations/tiny-low/index.html"].decode()
+    assert '<span class="chip verdict">refuted</span>' in high
+    assert '<span class="chip verdict">confirmed</span>' in low
+    # exactly as prominent: the two pages differ only where their texts differ
+    assert high.count("chip verdict") == low.count("chip verdict")
+    assert high.replace("refuted", "X").count("<") == low.replace("confirmed", "X").count("<")
+    assert 'data-source="bundles/tiny/golden.json:' in high            # the verdict's receipt
+    assert 'href="../../studies/tiny/"' in high                        # a link to the study
+    index = result.files["registrations/index.html"].decode()
+    assert index.index("tiny-high") < index.index("tiny-low")          # by id, not by verdict
+    study = result.files["studies/tiny/index.html"].decode()
+    assert '<a href="../../registrations/tiny-high/">tiny-high</a>: <span class="chip verdict">refuted</span>' in study
+    assert "source/registrations/tiny-high.yaml.html" in result.files
+
+
+def test_a_bad_registration_fails_the_build(tmp_path):
+    root = _registered_site(tmp_path, {"tiny-high": '{op: ">", bound: 0.9}'})
+    path = root / "registrations" / "tiny-high.yaml"
+    path.write_text(path.read_text().replace("0.9", "-0.9"))
+    result, errors = build_site(root)
+    assert len(errors) == 1 and errors[0].startswith("registrations/tiny-high.yaml:5: was edited after its freeze")
