@@ -29,6 +29,7 @@ FIELDS = ("id", "study", "claim", "quantity", "prediction", "kill", "rationale",
 TEXT = ("id", "study", "claim", "quantity", "rationale", "author")
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 CONFIRMED, REFUTED, KILLED = "confirmed", "refuted", "kill criterion met"
+AWAITING = "awaiting data"   # frozen, and its study has no data yet
 SKIPPED = re.compile(r"(^|/)(\.|__pycache__(/|$))|\.pyc$|~$")
 
 
@@ -77,20 +78,26 @@ class Verified:
     registration: Registration
     record_commit: Commit
     data_commits: tuple          # (Commit, (file, ...)) per distinct first commit, oldest first
-    value: Resolved              # the predicted quantity, read from golden.json
-    kill_value: Resolved
-    prediction_holds: bool
-    kill_holds: bool
+    value: Resolved | None       # the predicted quantity, read from golden.json (None: no data yet)
+    kill_value: Resolved | None
+    prediction_holds: bool = False
+    kill_holds: bool = False
+
+    @property
+    def awaiting(self) -> bool:
+        return self.value is None
 
     @property
     def verdict(self) -> str:
+        if self.awaiting:
+            return AWAITING
         if self.kill_holds:
             return KILLED
         return CONFIRMED if self.prediction_holds else REFUTED
 
     @property
-    def first_data_commit(self) -> Commit:
-        return self.data_commits[0][0]
+    def first_data_commit(self) -> Commit | None:
+        return self.data_commits[0][0] if self.data_commits else None
 
 
 # ---------------------------------------------------------------- fields
@@ -187,8 +194,8 @@ def _first_difference(then: bytes, now: bytes) -> int:
     return min(len(old), len(new))
 
 
-def check_history(reg: Registration, root: Path, history: History) -> tuple[Commit, tuple]:
-    """(the record's first commit, the data's first commits); BuildError naming the record's line."""
+def check_frozen(reg: Registration, root: Path, history: History) -> Commit:
+    """The record's first commit, checked to hold the record's bytes as they are now."""
     history.require_full_history()
     first = history.first_commit(reg.rel)
     if first is None:
@@ -200,6 +207,12 @@ def check_history(reg: Registration, root: Path, history: History) -> tuple[Comm
         raise BuildError(f"was edited after its freeze: at its first commit {first.short} ({first.date}) its sha256 "
                          f"was {sha256(then)[:16]}..., now it is {sha256(now)[:16]}... (first change on this line); "
                          "a registration is never edited: write a new record instead", f"{reg.rel}:{line}")
+    return first
+
+
+def check_history(reg: Registration, root: Path, history: History) -> tuple[Commit, tuple]:
+    """(the record's first commit, the data's first commits); BuildError naming the record's line."""
+    first = check_frozen(reg, root, history)
     files = data_files(root, reg.study)
     if not files:
         raise BuildError(f"bundles/{reg.study}/ holds no data", reg.doc.where("study"))
@@ -222,7 +235,9 @@ def check_history(reg: Registration, root: Path, history: History) -> tuple[Comm
 
 def verify(reg: Registration, root: Path, history: History, resolver: Resolver) -> Verified:
     if not (root / "bundles" / reg.study).is_dir():
-        raise BuildError(f"study {reg.study!r} not found: expected the folder bundles/{reg.study}/", reg.doc.where("study"))
+        # Frozen before its data exist: the normal state between the two commits. It is listed as
+        # awaiting data (its study name shown), never as a verdict.
+        return Verified(reg, check_frozen(reg, root, history), (), None, None)
     value = resolve_quantity(reg, resolver, "prediction")
     kill_value = resolve_quantity(reg, resolver, "kill")
     commit, data = check_history(reg, root, history)

@@ -43,7 +43,8 @@ def registration_pages(honesty, render) -> dict[str, bytes]:
         prefix = "../../"
         receipts = _Receipts(prefix)
         context = {
-            "v": item, "reg": reg, "value_html": receipts(item.value), "kill_value_html": receipts(item.kill_value),
+            "v": item, "reg": reg,
+            "value_html": receipts(item.value) if item.value else "", "kill_value_html": receipts(item.kill_value) if item.kill_value else "",
             "record_href": f"{prefix}source/{reg.rel}.html", "index_href": "../",
             "study_href": (prefix + study_urls[reg.study]) if reg.study in study_urls else "",
         }

@@ -159,7 +159,6 @@ def test_quantity_that_is_not_a_number(tmp_path):
     (lambda t: t + "verdict: confirmed\n", "verdict:", "unknown field 'verdict'"),
     (lambda t: t.replace('author: "a tester"\n', ""), "id:", "lacks 'author'"),
     (lambda t: t.replace('meaning: "the key failed its own verification"', 'note: "x"'), "note:", "kill: unknown key 'note'"),
-    (lambda t: t.replace("study: toy", "study: nowhere"), "study:", "study 'nowhere' not found"),
 ])
 def test_malformed_record_names_its_line(tmp_path, change, line_of, message):
     record = change(RECORD)
@@ -193,3 +192,18 @@ def test_missing_git_is_one_clear_line(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     _found, errors = _check(repo.root)
     assert errors == ["registrations/: checking a registration needs git, and git is not installed"]
+
+
+def test_record_whose_study_has_no_data_yet_awaits_it(tmp_path):
+    repo = Repo(tmp_path / "r")
+    repo.commit("freeze the prediction", repo.record())
+    [v], errors = _check(repo.root)
+    assert errors == [] and v.awaiting and v.verdict == regs.AWAITING
+
+
+def test_awaiting_record_edited_is_still_refused(tmp_path):
+    repo = Repo(tmp_path / "r")
+    repo.commit("freeze the prediction", repo.record())
+    repo.record(RECORD.replace("bound: 0.05", "bound: 0.5"))
+    _found, errors = _check(repo.root)
+    assert len(errors) == 1 and "was edited after its freeze" in errors[0]
