@@ -96,7 +96,7 @@ def collect(root: Path) -> BuildResult:
         collect_figures(pages[name], md, md_env, errors, figures)
 
     cache = FixtureCache()
-    honesty = Honesty(root, errors, cache)
+    honesty = Honesty(root, errors, cache, files=files)
     honesty.study_urls = {p.meta["bundle"]: p.url for p in pages.values()
                           if p.is_study and isinstance(p.meta.get("bundle"), str)}
     used: dict[str, bool] = {}

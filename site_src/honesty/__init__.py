@@ -30,10 +30,12 @@ class StudyHonesty:
 
 
 class Honesty:
-    def __init__(self, root: Path, errors, cache=None):
+    def __init__(self, root: Path, errors, cache=None, files=None):
         self.root = Path(root).resolve()
         self.errors = errors
-        self.resolver = Resolver(self.root, None, cache)
+        self.resolver = Resolver(self.root, None, cache, files=files)
+        # the path policy (site_src.paths.RepoFiles): records are read only when git tracks them
+        self.refusal = self.resolver.files.refusal if self.resolver.files is not None else (lambda rel: None)
         self._registrations: list | None = None
         self._machines: set | None = None
         self.studies: dict[str, StudyHonesty] = {}
@@ -46,7 +48,7 @@ class Honesty:
     def registrations(self) -> list:
         """Every verified registration (the ones that failed a check are build errors instead)."""
         if self._registrations is None:
-            self._registrations = registrations.load_all(self.root, self.resolver, self.errors)
+            self._registrations = registrations.load_all(self.root, self.resolver, self.errors, refusal=self.refusal)
             for verified in self._registrations:
                 self.resolver.used[verified.registration.rel] = True
         return self._registrations
@@ -65,7 +67,7 @@ class Honesty:
             except BuildError as exc:
                 self.errors.add(exc)
                 self._machines = set()
-        found = reproductions.load_reproductions(self.root, name, bundle, self.errors, self._machines)
+        found = reproductions.load_reproductions(self.root, name, bundle, self.errors, self._machines, self.refusal)
         for rep in found:
             self.resolver.used[rep.rel] = True
         info = StudyHonesty(

@@ -245,8 +245,11 @@ def verify(reg: Registration, root: Path, history: History, resolver: Resolver) 
                     prediction_holds=reg.prediction.holds(value.value), kill_holds=reg.kill.holds(kill_value.value))
 
 
-def load_all(root: Path, resolver: Resolver, errors, history: History | None = None) -> list[Verified]:
-    """Every registrations/*.yaml, verified; each failure is a build error naming file and line."""
+def load_all(root: Path, resolver: Resolver, errors, history: History | None = None,
+             refusal=lambda rel: None) -> list[Verified]:
+    """Every registrations/*.yaml, verified; each failure is a build error naming file and line.
+
+    `refusal(rel)` is the path policy's reason not to read a file (None: it may be read)."""
     folder = root / FOLDER
     if not folder.is_dir():
         return []
@@ -258,6 +261,10 @@ def load_all(root: Path, resolver: Resolver, errors, history: History | None = N
         rel = path.relative_to(root).as_posix()
         if path.suffix != ".yaml":
             errors.add(BuildError("registrations/ holds records named <id>.yaml only", rel))
+            continue
+        refused = refusal(rel)
+        if refused:
+            errors.add(BuildError(refused, rel))
             continue
         try:
             out.append(verify(parse(load_record(path, rel)), root, history, resolver))

@@ -146,8 +146,11 @@ def classify(doc: Record, bundle, machines: set[str]) -> Reproduction:
         bundle_files_sha256=data["bundle_files_sha256"], differing_files=differing, output_diff=diff)
 
 
-def load_reproductions(root: Path, study: str, bundle, errors, machines: set[str] | None = None) -> list[Reproduction]:
-    """Every record of `study`, checked; a bad record is a build error and is left out."""
+def load_reproductions(root: Path, study: str, bundle, errors, machines: set[str] | None = None,
+                       refusal=lambda rel: None) -> list[Reproduction]:
+    """Every record of `study`, checked; a bad record is a build error and is left out.
+
+    `refusal(rel)` is the path policy's reason not to read a file (None: it may be read)."""
     folder = root / FOLDER / study
     if not folder.is_dir():
         return []
@@ -164,6 +167,10 @@ def load_reproductions(root: Path, study: str, bundle, errors, machines: set[str
             continue
         if not NAME.fullmatch(path.name):
             errors.add(BuildError("a reproduction record is named <name>.yaml (lower-case letters, digits, '.', '_', '-')", rel))
+            continue
+        refused = refusal(rel)
+        if refused:
+            errors.add(BuildError(refused, rel))
             continue
         try:
             doc = load_record(path, rel)

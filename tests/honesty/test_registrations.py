@@ -15,7 +15,8 @@ from .gitrepo import GOLDEN, RECORD, Repo, registered_then_measured
 
 def _check(root):
     errors = Errors()
-    found = regs.load_all(root, Resolver(root, None, FixtureCache()), errors)
+    resolver = Resolver(root, None, FixtureCache())
+    found = regs.load_all(root, resolver, errors, refusal=resolver.files.refusal)
     return found, errors.lines()
 
 
@@ -179,19 +180,36 @@ def test_shallow_clone_is_one_clear_line(tmp_path):
                       "run `git fetch --unshallow` (CI: fetch-depth 0)"]
 
 
+def _history_error(root) -> str:
+    # The build's path policy already refuses a folder outside git; the history check says so
+    # on its own too, in one line, for any caller.
+    from site_src.errors import BuildError
+    from site_src.honesty.history import History
+    with pytest.raises(BuildError) as caught:
+        History(root).require_full_history()
+    return caught.value.format()
+
+
 def test_not_a_git_checkout_is_one_clear_line(tmp_path):
     repo = registered_then_measured(tmp_path / "r")
     import shutil
     shutil.rmtree(repo.root / ".git")
-    _found, errors = _check(repo.root)
-    assert len(errors) == 1 and errors[0].startswith("registrations/: checking a registration needs the git history")
+    message = _history_error(repo.root)
+    assert message.startswith("registrations/: checking a registration needs the git history") and "\n" not in message
 
 
 def test_missing_git_is_one_clear_line(tmp_path, monkeypatch):
     repo = registered_then_measured(tmp_path / "r")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    _found, errors = _check(repo.root)
-    assert errors == ["registrations/: checking a registration needs git, and git is not installed"]
+    assert _history_error(repo.root) == "registrations/: checking a registration needs git, and git is not installed"
+
+
+def test_untracked_record_is_refused(tmp_path):
+    repo = registered_then_measured(tmp_path / "r")
+    repo.record(RECORD.replace("toy-gap", "toy-later"), name="toy-later")
+    found, errors = _check(repo.root)
+    assert [v.registration.id for v in found] == ["toy-gap"]
+    assert len(errors) == 1 and errors[0].startswith("registrations/toy-later.yaml: is not tracked by git")
 
 
 def test_record_whose_study_has_no_data_yet_awaits_it(tmp_path):
