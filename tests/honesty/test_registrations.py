@@ -126,7 +126,7 @@ def test_record_not_committed(tmp_path):
     repo = Repo(tmp_path / "r")
     repo.write_data()
     repo.commit("the data", "bundles")
-    repo.record()
+    repo.git("add", repo.record())  # staged, so the path policy lets the build read it, but never committed
     _found, errors = _check(repo.root)
     assert errors == ["registrations/toy-gap.yaml:1: is not committed: commit the record alone, before the data it predicts"]
 
