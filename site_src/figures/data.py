@@ -142,3 +142,21 @@ def pick_dimension(spec: dict, available, option: str | None) -> str:
 
 def fmt_rank(rank: float) -> str:
     return str(int(rank)) if float(rank).is_integer() else f"{rank:.1f}"
+
+
+# ----- off-distribution flags (measure/offdist.py writes `offdist_flag` on every patching row)
+def offdist_label(row: dict) -> str:
+    """`flagged`, `no`, or `not scored` (a row without the flag: an older bundle, or too few seeds)."""
+    flag = row.get("offdist_flag")
+    return "not scored" if flag is None else ("flagged" if flag else "no")
+
+
+def offdist_counts(patch_rows: list[dict], mode: str, dimension: str) -> dict[str, tuple[int, int]]:
+    """{component: (effects flagged, effects scored)} over the pairs of one dimension and mode."""
+    out: dict[str, tuple[int, int]] = {}
+    for row in patch_rows:
+        if row["mode"] != mode or row["dimension"] != dimension or row.get("offdist_flag") is None:
+            continue
+        flagged, scored = out.get(row["component"], (0, 0))
+        out[row["component"]] = (flagged + bool(row["offdist_flag"]), scored + 1)
+    return out

@@ -2,7 +2,9 @@
 
 For one dimension and patching mode, every pair's clean margin and patched margin for the chosen
 component. The y axis is fixed over all components, so the original score stays where it was
-while the picked component changes; a rule joins each pair's clean and patched margin.
+while the picked component changes; a rule joins each pair's clean and patched margin. A patched
+margin whose patch left the clean activation distribution (`offdist_flag`) is drawn as a cross in
+its own colour, and the table says so for every row.
 """
 from __future__ import annotations
 
@@ -10,8 +12,11 @@ import altair as alt
 
 from bundle_kit import rankstats
 
-from .data import fmt_rank, ranked_spec, read_rows, spec_id
+from .data import fmt_rank, offdist_label, ranked_spec, read_rows, spec_id
 from .types import Control, FigureError, FigureParts, Table
+
+
+STATES = ["clean", "patched", "patched, off-distribution"]
 
 
 def build(spec: dict, ctx) -> FigureParts:
@@ -22,7 +27,7 @@ def build(spec: dict, ctx) -> FigureParts:
     rows = [
         {"component": row["component"], "pair_id": str(row["pair_id"]),
          "clean_margin": row["clean_margin"], "patched_margin": row["patched_margin"],
-         "moves_pct": round(100 * rankstats.patch_fraction(row), 4)}
+         "moves_pct": round(100 * rankstats.patch_fraction(row), 4), "offdist": offdist_label(row)}
         for row in patch_rows
         if row["mode"] == mode and row["dimension"] == dimension and row["component"] in r.patch_rank
     ]
@@ -45,14 +50,15 @@ def build(spec: dict, ctx) -> FigureParts:
             x=x, y=alt.Y("clean_margin:Q", scale=y_scale, title="margin r(chosen) − r(rejected)"),
             y2="patched_margin:Q")
         folded = base.transform_fold(["clean_margin", "patched_margin"], as_=["which", "margin"]).transform_calculate(
-            state="datum.which == 'clean_margin' ? 'clean' : 'patched'")
+            state="datum.which == 'clean_margin' ? 'clean' : datum.offdist == 'flagged' ? 'patched, off-distribution' : 'patched'")
         tooltip = [alt.Tooltip("pair_id:N", title="pair"), alt.Tooltip("clean_margin:Q", title="clean margin", format="+.4f"),
                    alt.Tooltip("patched_margin:Q", title="patched margin", format="+.4f"),
-                   alt.Tooltip("moves_pct:Q", title="moves %", format=".4f")]
+                   alt.Tooltip("moves_pct:Q", title="moves %", format=".4f"),
+                   alt.Tooltip("offdist:N", title="off-distribution")]
         points = folded.mark_point(size=55, filled=True, opacity=1).encode(
             x=x, y=alt.Y("margin:Q", scale=y_scale),
-            color=alt.Color("state:N", title="margin", scale=alt.Scale(domain=["clean", "patched"], range=[p["reference"], p["accent2"]])),
-            shape=alt.Shape("state:N", scale=alt.Scale(domain=["clean", "patched"], range=["circle", "diamond"])),
+            color=alt.Color("state:N", title="margin", scale=alt.Scale(domain=STATES, range=[p["reference"], p["accent2"], p["kinds"][3]])),
+            shape=alt.Shape("state:N", scale=alt.Scale(domain=STATES, range=["circle", "diamond", "cross"])),
             tooltip=tooltip,
         ).properties(name="datamark_points")
         zero = alt.Chart().mark_rule(color=p["text"], strokeWidth=1).encode(y=alt.datum(0))
@@ -60,11 +66,14 @@ def build(spec: dict, ctx) -> FigureParts:
             width=max(300, min(640, 18 * len(pairs))), height=280)
 
     options_list = [(c, f"{c} (patch rank {fmt_rank(r.patch_rank[c])})") for c in r.components]
-    table = Table(["component", "pair", "clean margin", "patched margin", "moves %"],
+    table = Table(["component", "pair", "clean margin", "patched margin", "moves %", "off-distribution"],
                   [[x["component"], x["pair_id"], f'{x["clean_margin"]:+.6f}', f'{x["patched_margin"]:+.6f}',
-                    f'{x["moves_pct"]:.4f}'] for x in rows])
+                    f'{x["moves_pct"]:.4f}', x["offdist"]] for x in rows])
+    shown = [x["offdist"] for x in rows if x["component"] == default]
+    flags = (f"{shown.count('flagged')} of the {len(shown)} patched margins are flagged off-distribution. "
+             if "not scored" not in shown else "The patches were not scored for off-distribution. ")
     alt_text = (f"Dot plot for dimension {dimension}, {mode} patching of {default}: for each of {len(pairs)} "
-                f"pairs the clean margin and the margin with {default} patched, joined by a line. "
+                f"pairs the clean margin and the margin with {default} patched, joined by a line. {flags}"
                 f"Another component can be chosen in the interactive view; the data table lists all {len(r.components)}.")
     return FigureParts(chart=chart, table=table, marks=2 * len(pairs), alt=alt_text,
                        controls=[Control("component", "Component to patch", options_list, default)],

@@ -1,14 +1,17 @@
 """Kind `top_lists`: the top N components by attribution and by patching, side by side.
 
-Every entry gives its rank in both lists and how much patching it moves the margin, each number
-with a receipt (computed by rankstats from the named JSONL). Under each list, the other list's
+Every entry gives its rank in both lists, how much patching it moves the margin, and in how many
+pairs that patch was flagged off-distribution (`offdist_flag`), each number with a receipt
+(computed by rankstats, or counted, from the named JSONL). Under each list, the other list's
 top components that rank beyond it, with their rank here. Plain HTML: no chart.
 """
 from __future__ import annotations
 
 from html import escape
 
-from .data import computed, file_receipt, fmt_rank, ranked_spec
+from bundle_kit import rankstats
+
+from .data import computed, file_receipt, fmt_rank, offdist_counts, ranked_spec, read_rows
 from .types import FigureParts, Table
 
 
@@ -20,6 +23,8 @@ def build(spec: dict, ctx) -> FigureParts:
     r = ranked[dimension]
     attr_base, patch_base = file_receipt(ctx, attribution), file_receipt(ctx, patching)
     where = f"dimension {dimension}, {mode} patching, over the {len(r.components)} components both files cover"
+    _, patch_rows = read_rows(ctx, patching, rankstats.PATCHING_FIELDS)
+    flags = offdist_counts(patch_rows, mode, dimension)
     sources = []
 
     def receipt(base, value, text, expression):
@@ -34,7 +39,12 @@ def build(spec: dict, ctx) -> FigureParts:
                     f"patch rank of {c}: mean |effect| / |clean margin| over pairs, rank 1 = largest")
         moves = 100 * r.patch_score[c]
         m = receipt(patch_base, moves, f"{moves:.4f}%", f"moves % of {c}: 100 * mean |effect| / |clean margin|")
-        return f"attribution rank {a}, patch rank {p}, moves {m}"
+        if c not in flags:
+            return f"attribution rank {a}, patch rank {p}, moves {m}, off-distribution not scored"
+        flagged, scored = flags[c]
+        f = receipt(patch_base, flagged, str(flagged),
+                    f"pairs whose {c} patch is flagged off-distribution: rows with offdist_flag true")
+        return f"attribution rank {a}, patch rank {p}, moves {m}, off-distribution in {f} of {scored} pairs"
 
     def order(rank: dict) -> list[str]:
         return sorted(r.components, key=lambda c: (rank[c], r.components.index(c)))
@@ -52,7 +62,8 @@ def build(spec: dict, ctx) -> FigureParts:
         for c in mine:
             html.append(f'<li><span class="fig-component">{escape(c)}</span>: {numbers(c)}</li>')
             table_rows.append([key, c, fmt_rank(r.attribution_rank[c]), fmt_rank(r.patch_rank[c]),
-                               f"{100 * r.patch_score[c]:.4f}"])
+                               f"{100 * r.patch_score[c]:.4f}",
+                               f"{flags[c][0]} of {flags[c][1]}" if c in flags else "not scored"])
         html.append("</ol>")
         beyond = [c for c in other if c not in mine]
         if beyond:
@@ -60,7 +71,8 @@ def build(spec: dict, ctx) -> FigureParts:
             html.append(f'<p class="fig-beyond">Ranked beyond this list (rank here): {items}</p>')
         html.append("</div>")
     html.append("</div>")
-    table = Table(["list", "component", "attribution rank", "patch rank", "moves %"], table_rows)
+    table = Table(["list", "component", "attribution rank", "patch rank", "moves %",
+                   "pairs flagged off-distribution"], table_rows)
     alt_text = f"Top {n} components by attribution and by patching, {dimension}."
     return FigureParts(chart=None, table=table, marks=len(by_attr) + len(by_patch), alt=alt_text,
                        sources=sources, html="\n".join(html))

@@ -96,11 +96,54 @@ def test_top_lists_entries_with_receipts_and_ranks_beyond(ctx):
     first_attr = min(ranks, key=lambda c: ranks[c][0])
     assert (f'<span class="fig-component">{first_attr}</span>: attribution rank '
             f'<a class="receipt"') in fig.body_html
-    assert len(fig.sources) == 6 * 3
+    assert len(fig.sources) == 6 * 4  # attribution rank, patch rank, moves %, pairs flagged
     patch_ranks = [s for s in fig.sources if s.expression.startswith(f"patch rank of {first_attr}:")]
     assert patch_ranks[0].value == ranks[first_attr][1]
     assert patch_ranks[0].source.endswith("patching_per_pair.jsonl") and patch_ranks[0].line is None
     assert "Ranked beyond this list" in fig.body_html
+
+
+def _fixture_patching(dimension, mode="mean"):
+    return [r for r in rankstats.read_jsonl(FIXTURES / DATA["patching"])
+            if r["dimension"] == dimension and r["mode"] == mode]
+
+
+def test_patch_picker_shows_the_off_distribution_flag_of_every_patch(ctx):
+    fig = render_figure("patch_picker", {"id": "pp", "data": DATA,
+                                         "options": {"dimension": "safety", "component": "mlp_L3"}}, ctx)
+    rows = _fixture_patching("safety")
+    csv = next(v for k, v in fig.files.items() if k.endswith(".csv")).decode().splitlines()
+    assert csv[0].endswith(",off-distribution")
+    assert sum(line.endswith(",flagged") for line in csv) == sum(r["offdist_flag"] for r in rows) > 0
+    assert sum(line.endswith(",no") for line in csv) == sum(not r["offdist_flag"] for r in rows) > 0
+    picked = sum(r["offdist_flag"] for r in rows if r["component"] == "mlp_L3")
+    assert f"{picked} of the 3 patched margins are flagged off-distribution" in fig.body_html
+    spec = payload(fig.body_html)
+    data = [row for rows_ in spec["data"].values() for row in rows_ if "patched_margin" in row]
+    assert {row["offdist"] for row in data} == {"flagged", "no"}
+    shapes = [s for s in spec["specs"]["light"]["scales"] if s["name"] == "shape"]
+    assert shapes[0]["range"][shapes[0]["domain"].index("patched, off-distribution")] == "cross"
+
+
+def test_top_lists_count_flagged_pairs_with_receipts(ctx):
+    fig = render_figure("top_lists", {"id": "tl", "data": DATA, "options": {"n": 3, "dimension": "helpfulness"}}, ctx)
+    rows = _fixture_patching("helpfulness")
+    counted = [s for s in fig.sources if s.expression.startswith("pairs whose ")]
+    assert len(counted) == 6
+    for source in counted:
+        component = source.expression[len("pairs whose "):].split(" ")[0]
+        assert source.value == sum(r["offdist_flag"] for r in rows if r["component"] == component)
+    assert fig.body_html.count(" of 3 pairs</li>") == 6
+
+
+def test_rows_without_a_flag_are_not_scored():
+    from site_src.figures.data import offdist_counts, offdist_label
+    assert offdist_label({"offdist_z": 2.0}) == "not scored"
+    assert offdist_label({"offdist_flag": False}) == "no"
+    rows = [{"mode": "mean", "dimension": "d", "component": "c", "offdist_flag": True},
+            {"mode": "mean", "dimension": "d", "component": "c"},
+            {"mode": "zero", "dimension": "d", "component": "c", "offdist_flag": True}]
+    assert offdist_counts(rows, "mean", "d") == {"c": (1, 1)}
 
 
 def test_lens_curve_marks_crystallization_per_dimension(ctx):
