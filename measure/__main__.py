@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
             return train_and_check(args.out, args.seed)
         if args.command == "train":
             from .organism import train
-            from .study import ORGANISM_DIR
+            from .config import ORGANISM_DIR
             settings = {"seed": args.seed}
             if args.epochs:
                 settings["epochs"] = args.epochs
@@ -67,15 +67,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "plan":
             from .plan import run_from_args
             return run_from_args(args)
+        from .config import StudyConfig
         from .study import run_study
-        result = run_study(
+        result = run_study(StudyConfig(
             model=args.model, study=args.study, out=args.out, device=args.device, dtype=args.dtype,
-            dimensions=args.dimensions.split(",") if args.dimensions else None,
+            dimensions=tuple(args.dimensions.split(",")) if args.dimensions else None,
             max_pairs=args.max_pairs, pairs_file=args.pairs, key_file=args.key,
             objective=args.objective, shard_size=args.shard_size, max_rows=args.max_rows,
             threads=args.threads, seed=args.seed, runs_dir=args.runs_dir,
-            patch_heads=not args.no_head_patching,
-            progress=not args.no_progress)
+            patch_heads=not args.no_head_patching, progress=not args.no_progress))
         g = result["golden"]
         print(f"wrote {result['out']} ({result['computed']} shards computed, "
               f"{result['resumed']} resumed) in {result['manifest']['wall_time_s']:.1f} s")

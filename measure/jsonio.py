@@ -1,10 +1,12 @@
 """Deterministic file writing: fixed float precision, stable key order, atomic replacement."""
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from pathlib import Path
+
+from bundle_kit import contract
+from safe_io import sha256_file  # noqa: F401  (measure.jsonio.sha256_file, as before)
 
 from .errors import MeasureError
 
@@ -25,20 +27,12 @@ def fixed(value, places: int):
     raise TypeError(f"cannot write {type(value).__name__}")
 
 
-def jsonl_text(rows: list[dict], places: int = 8) -> str:
+def jsonl_text(rows: list[dict], places: int = contract.JSONL_PLACES) -> str:
     return "".join(json.dumps(fixed(r, places), ensure_ascii=False) + "\n" for r in rows)
 
 
-def json_text(obj, places: int = 6) -> str:
+def json_text(obj, places: int = contract.GOLDEN_PLACES) -> str:
     return json.dumps(fixed(obj, places), indent=2, ensure_ascii=False) + "\n"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def read_jsonl(path: Path) -> list[dict]:

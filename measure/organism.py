@@ -17,9 +17,9 @@ from pathlib import Path
 
 import torch
 
-from . import organism_data as od
-from site_src.files import write_atomic
+from safe_io import write_atomic
 
+from . import organism_data as od
 from .jsonio import json_text, jsonl_text
 from .wordtok import SPECIALS, save_word_tokenizer, word_tokenizer
 

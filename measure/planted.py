@@ -384,7 +384,7 @@ def build(seed: int, folder: Path) -> dict:
     """Write organism `seed` to `folder`; returns its construction record."""
     from transformers.utils import logging as hf_logging
 
-    from site_src.files import write_atomic
+    from safe_io import write_atomic
 
     from .jsonio import json_text, jsonl_text
 

@@ -5,13 +5,15 @@ import math
 
 import torch
 
+from bundle_kit import contract
+
 from . import offdist
 from .adapter import Adapter, parse_component
 from .errors import MeasureError
 from .instruments import MODES, ActivationStats, check_finite, patch_sweep
 from .jsonio import fixed
 
-PLACES = 8
+PLACES = contract.JSONL_PLACES
 
 
 def _moves(effect: float, clean: float):

@@ -5,11 +5,10 @@ import math
 from collections import defaultdict
 
 from bundle_kit import rankstats
+from bundle_kit.contract import KINDS_COMPARED, MODES, RANK_MODE
 
 from . import offdist
 
-RANK_MODE = "mean"
-KINDS_COMPARED = ["attn", "mlp"]
 TOP = 3
 BOOTSTRAP = {"resamples": 1000, "seed": 0, "level": 0.95}
 
@@ -131,7 +130,7 @@ def key_recovery(attr_rows, patch_rows, key: dict, mode: str = RANK_MODE) -> dic
     universe_patch = [r for r in patch_rows if r["kind"] in ("mlp", "head")]
     result = _KeyRecovery(universe_attr, universe_patch, key, mode).summary()
     by_mode = {}
-    for other in ("mean", "zero", "swap"):  # point estimates of the patching AUC in every mode
+    for other in MODES:  # point estimates of the patching AUC in every mode
         recovery = _KeyRecovery(universe_attr, universe_patch, key, other)
         full = recovery.aucs(sorted(recovery.by_seed))
         by_mode[other] = {"overall": rankstats.mean(v["patching"] for v in full.values()),
@@ -181,7 +180,7 @@ def golden(study: str, model_id: str, identity: dict, files: dict[str, list[dict
         "per_dimension_n": per_dim,
     }
     by_mode = {}
-    for mode in ("mean", "zero", "swap"):
+    for mode in MODES:
         mode_rhos = rankstats.dimension_rhos(_scores(attr, patch, mode))
         by_mode[mode] = {"mean_rho": _nan_to_none(rankstats.mean(mode_rhos.values())),
                          "per_dimension_rho": {d: _nan_to_none(v) for d, v in mode_rhos.items()}}

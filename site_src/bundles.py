@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from bundle_kit import contract
 
-from .files import git_state
+from safe_io import git_state
 
 KIT_DIR = Path(__file__).resolve().parent.parent / "bundle_kit"
 KIT_FILES = contract.KIT_FILES  # copied from bundle_kit/ into every zip at build time

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import vl_convert
 
-from site_src.files import write_atomic
+from safe_io import write_atomic
 
 VL_VERSION = "6.4"
 # Bump when the post-processing below changes, so stale cache entries are not reused.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import vl_convert
 
-from site_src.files import write_atomic
+from safe_io import write_atomic
 
 from .render import VL_VERSION
 

@@ -71,11 +71,12 @@ def test_device_and_dtype_errors(tiny_dir, device, dtype, message):
 
 
 def test_nan_output_is_a_clear_error(tmp_path, tiny_pairs, tiny_factory):
+    from measure.config import StudyConfig
     from measure.study import run_study
     folder = tiny_factory(tmp_path / "nan_model", nan=True)
     with pytest.raises(MeasureError, match="NaN"):
-        run_study(model=str(folder), study="nan", out=tmp_path / "out", pairs_file=tiny_pairs,
-                  runs_dir=tmp_path / "runs", progress=False, max_pairs=2)
+        run_study(StudyConfig(model=str(folder), study="nan", out=tmp_path / "out", pairs_file=tiny_pairs,
+                              runs_dir=tmp_path / "runs", progress=False, max_pairs=2))
 
 
 def _hf_tokenizer(folder, chat_template):

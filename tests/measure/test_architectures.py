@@ -85,4 +85,4 @@ def test_no_module_outside_the_families_branches_on_the_architecture():
         if path.name == "families.py":
             continue
         text = path.read_text(encoding="utf-8")
-        assert not re.search(r"\bstyle\b|model_type\s*==|== *\"(gemma2|llama|organism)\"", text), path.name
+        assert not re.search(r"\.style\b|style ==|model_type\s*==|== *\"(gemma2|llama|organism)\"", text), path.name

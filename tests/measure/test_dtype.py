@@ -4,13 +4,14 @@ from __future__ import annotations
 import json
 import math
 
+from measure.config import StudyConfig
 from measure.study import run_study
 
 
 def test_bfloat16_study_runs_and_records_its_dtype(tiny_dir, tiny_pairs, tmp_path):
-    result = run_study(model=str(tiny_dir), study="tiny", out=tmp_path / "bundle", pairs_file=tiny_pairs,
-                       key_file=None, runs_dir=tmp_path / "runs", shard_size=4, progress=False,
-                       dtype="bfloat16")
+    result = run_study(StudyConfig(model=str(tiny_dir), study="tiny", out=tmp_path / "bundle",
+                                   pairs_file=tiny_pairs, key_file=None, runs_dir=tmp_path / "runs",
+                                   shard_size=4, progress=False, dtype="bfloat16"))
     golden = json.loads((tmp_path / "bundle" / "golden.json").read_text())
     assert result["manifest"]["dtype"] == "bfloat16"
     assert golden["per_dimension_rho"] and all(math.isfinite(r) for r in golden["per_dimension_rho"].values())

@@ -1,4 +1,5 @@
-"""A whole study on the tiny model: bundle files, resuming, byte-identical re-runs, statistics."""
+"""A whole study on the tiny model: bundle files, resuming, byte-identical re-runs, statistics,
+the atomic bundle swap under a real SIGKILL, and the refusals of bad input."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,8 @@ from scipy import stats as scipy_stats
 from bundle_kit import rankstats
 from measure.__main__ import main
 from measure.jsonio import read_jsonl
-from measure.study import FILES, Interrupted, run_study
+from measure.config import Hooks, StudyConfig
+from measure.study import FILES, run_study
 
 BUNDLE_FILES = sorted(list(FILES.values()) + ["pairs.jsonl", "golden.json", "README.md", "key.json"])
 
@@ -24,9 +26,17 @@ def key_file(tmp_path_factory):
     return path
 
 
-def _run(tiny_dir, tiny_pairs, key_file, out, runs, **kw):
-    return run_study(model=str(tiny_dir), study="tiny", out=out, pairs_file=tiny_pairs,
-                     key_file=key_file, runs_dir=runs, shard_size=4, progress=False, **kw)
+class Stop(Exception):
+    """Raised by a test's hook to end a run at a chosen point."""
+
+
+def _config(tiny_dir, tiny_pairs, key_file, out, runs, **kw):
+    return StudyConfig(model=str(tiny_dir), study="tiny", out=out, pairs_file=tiny_pairs,
+                       key_file=key_file, runs_dir=runs, shard_size=4, progress=False, **kw)
+
+
+def _run(tiny_dir, tiny_pairs, key_file, out, runs, hooks=None, **kw):
+    return run_study(_config(tiny_dir, tiny_pairs, key_file, out, runs, **kw), hooks)
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +96,10 @@ def test_key_recovery_is_reported(first):
 
 def test_a_killed_run_resumes_and_matches_byte_for_byte(first, tiny_dir, tiny_pairs, key_file, tmp_path):
     out, runs = tmp_path / "bundle", tmp_path / "runs"
-    with pytest.raises(Interrupted):
-        _run(tiny_dir, tiny_pairs, key_file, out, runs, stop_after_shards=1)
+    def stop(done, total):
+        raise Stop(f"stopped after {done} of {total} shards")
+    with pytest.raises(Stop):
+        _run(tiny_dir, tiny_pairs, key_file, out, runs, Hooks(shard_done=stop))
     shards = sorted(runs.rglob("shard_*.json"))
     assert len(shards) == 1
     # what a kill in the middle of a write leaves: a temporary file, never a half shard
@@ -134,22 +146,80 @@ def test_bundle_readme_explains_every_field_of_every_file(first):
         assert f"`{name}`" in readme, name
 
 
-def test_a_run_killed_by_signal_resumes_from_the_command_line(first, tiny_dir, tiny_pairs, key_file, tmp_path):
-    import os
+# A child process that runs the study and SIGKILLs itself (no cleanup at all) when a hook fires.
+KILLER = """
+import json, os, signal, sys
+from pathlib import Path
+from measure.config import Hooks, StudyConfig
+from measure.study import run_study
+kw, when, arg = json.loads(sys.argv[1])
+kw = {k: Path(v) if k in ("out", "pairs_file", "key_file", "runs_dir") else v for k, v in kw.items()}
+die = lambda: os.kill(os.getpid(), signal.SIGKILL)
+hooks = (Hooks(shard_done=lambda done, total: done == arg and die()) if when == "shard" else
+         Hooks(file_staged=lambda name: name == arg and die()))
+run_study(StudyConfig(**kw), hooks)
+"""
+
+
+def _killed(tiny_dir, tiny_pairs, key_file, out, runs, when, arg):
     import signal
+    import subprocess
+    import sys
+    kw = dict(model=str(tiny_dir), study="tiny", out=str(out), pairs_file=str(tiny_pairs),
+              key_file=str(key_file), runs_dir=str(runs), shard_size=4, progress=False)
+    done = subprocess.run([sys.executable, "-c", KILLER, json.dumps([kw, when, arg])],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+
+
+def _cli(tiny_dir, tiny_pairs, key_file, out, runs):
     import subprocess
     import sys
     args = [sys.executable, "-m", "measure", "run", "--model", str(tiny_dir), "--study", "tiny",
             "--pairs", str(tiny_pairs), "--key", str(key_file), "--shard-size", "4",
-            "--out", str(tmp_path / "bundle"), "--runs-dir", str(tmp_path / "runs"), "--no-progress"]
-    env = dict(os.environ, MEASURE_TEST_KILL_AFTER_SHARDS="2")
-    killed = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
-    assert killed.returncode == -signal.SIGKILL
-    assert len(list((tmp_path / "runs").rglob("shard_*.json"))) == 2
-    assert not (tmp_path / "bundle" / "golden.json").exists()
-    env.pop("MEASURE_TEST_KILL_AFTER_SHARDS")
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+            "--out", str(out), "--runs-dir", str(runs), "--no-progress"]
+    return subprocess.run(args, capture_output=True, text=True, timeout=180)
+
+
+def test_a_run_killed_by_signal_resumes_from_the_command_line(first, tiny_dir, tiny_pairs, key_file, tmp_path):
+    out, runs = tmp_path / "bundle", tmp_path / "runs"
+    _killed(tiny_dir, tiny_pairs, key_file, out, runs, "shard", 2)
+    assert len(list(runs.rglob("shard_*.json"))) == 2
+    assert not out.exists()
+    done = _cli(tiny_dir, tiny_pairs, key_file, out, runs)
     assert done.returncode == 0, done.stderr
     assert "1 shards computed, 2 resumed" in done.stdout
     for name in BUNDLE_FILES:
-        assert (tmp_path / "bundle" / name).read_bytes() == (first["out"] / name).read_bytes(), name
+        assert (out / name).read_bytes() == (first["out"] / name).read_bytes(), name
+
+
+def _snapshot(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("file", [FILES["attribution"], "golden.json", "manifest.json"])
+def test_a_kill_while_the_bundle_is_written_leaves_the_previous_bundle_whole(
+        first, tiny_dir, tiny_pairs, key_file, tmp_path, file):
+    """The previous bundle: another run's (other pairs), plus a hand-kept CORRECTIONS.md."""
+    out, runs = tmp_path / "bundle", tmp_path / "runs"
+    fewer = _config(tiny_dir, tiny_pairs, key_file, out, tmp_path / "runs_old", max_pairs=2)
+    run_study(fewer)
+    (out / "CORRECTIONS.md").write_text("# Corrections\n\nNone yet.\n")
+    before = _snapshot(out)
+    _killed(tiny_dir, tiny_pairs, key_file, out, runs, "file", file)
+    assert _snapshot(out) == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".bundle.")]  # the staging left behind
+    done = _cli(tiny_dir, tiny_pairs, key_file, out, runs)
+    assert done.returncode == 0, done.stderr
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".bundle.")]
+    for name in BUNDLE_FILES:
+        assert (out / name).read_bytes() == (first["out"] / name).read_bytes(), name
+    assert (out / "CORRECTIONS.md").read_bytes() == before["CORRECTIONS.md"]
+
+
+def test_a_rerun_without_a_key_leaves_no_stale_key_behind(tiny_dir, tiny_pairs, key_file, tmp_path):
+    out = tmp_path / "bundle"
+    _run(tiny_dir, tiny_pairs, key_file, out, tmp_path / "runs", max_pairs=1)
+    assert (out / "key.json").exists()
+    _run(tiny_dir, tiny_pairs, None, out, tmp_path / "runs", max_pairs=1)
+    assert not (out / "key.json").exists()

@@ -1,0 +1,95 @@
+"""Stage 3 of a study: write the bundle folder as a whole and swap it into place.
+
+Every file is written into a staging folder beside `bundles/<study>/` (same file system), which
+then replaces the old folder in one step (`safe_io.replace_dir`). A run killed at any point
+leaves the previous good bundle intact in place; a leftover staging folder is removed by the
+next run. Files in the old folder that the measurement stage does not write (`CORRECTIONS.md`,
+kept by hand) are carried into the new one unchanged.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+
+from bundle_kit import contract
+from safe_io import replace_dir, staging_dir, write_atomic
+
+from .config import Hooks
+from .jsonio import json_text, jsonl_text, read_jsonl
+from .readme import bundle_readme
+from .rows import attribution_gap
+from .study import FILES, Plan, shown, versions
+from .summary import golden
+
+# Every file a run writes; anything else found in the old bundle folder is carried over.
+WRITTEN = (*FILES.values(), contract.PAIRS, contract.KEY, contract.GOLDEN, contract.README,
+           contract.MANIFEST)
+
+
+def _rows(plan: Plan) -> dict[str, list[dict]]:
+    files = {name: [] for name in FILES}
+    for k in range(len(plan.shards)):
+        data = json.loads(plan.shard_path(k).read_text(encoding="utf-8"))
+        for name in FILES:
+            files[name].extend(data[name])
+    return files
+
+
+def _carry_over(old, staging) -> None:
+    if not old.is_dir():
+        return
+    for path in sorted(old.iterdir()):
+        if path.name not in WRITTEN and not path.name.startswith("."):
+            if path.is_dir():
+                shutil.copytree(path, staging / path.name)
+            else:
+                shutil.copy2(path, staging / path.name)
+
+
+def write_bundle(plan: Plan, counts: dict[str, int], hooks: Hooks | None = None) -> dict:
+    hooks = hooks or Hooks()
+    config, adapter = plan.config, plan.adapter
+    out = config.bundle_dir
+    staging = staging_dir(out)
+
+    def put(name: str, text: str) -> None:
+        write_atomic(staging / name, text)
+        hooks.file_staged(name)
+
+    files = _rows(plan)
+    for name, filename in FILES.items():
+        put(filename, jsonl_text(files[name]))
+    put(contract.PAIRS, plan.pairs_text)
+    written = {name: read_jsonl(staging / filename) for name, filename in FILES.items()}
+    extra = {"attribution_sum_gap": attribution_gap(written["attribution"])}
+    if plan.source.training is not None:
+        training = json.loads(plan.source.training.read_text(encoding="utf-8"))
+        extra["organism_heldout_accuracy"] = training["heldout_accuracy"]
+    if plan.key is not None:
+        put(contract.KEY, json_text(plan.key))
+    summary = golden(config.study, adapter.model_id, plan.identity, written, plan.key,
+                     contract.TOLERANCE, extra)
+    put(contract.GOLDEN, json_text(summary))
+    put(contract.README, bundle_readme(config.study, summary, plan.key is not None))
+    training = plan.source.training
+    manifest = {
+        "study": config.study, **plan.identity,
+        "model_config": dict(json.loads(adapter.model.config.to_json_string(use_diff=False)),
+                             _name_or_path=adapter.model_id),  # not this machine's path
+        "seeds": {"torch": config.seed, "pairs_generator": f"see {shown(training)}" if training else None,
+                  "bootstrap": 0},
+        "data_file": shown(plan.pairs_file),
+        "packages": versions(), "device": str(adapter.device), "threads": config.threads,
+        "shard_size": config.shard_size, "patch_heads": config.patch_heads,
+        "shards": len(plan.shards), "shards_resumed": counts["resumed"],
+        "run_fingerprint": plan.fingerprint, "git": plan.git,
+        "wall_time_s": round(time.time() - plan.started, 3),
+        # the arguments only: the interpreter's path would name this machine's folders
+        "command": "python -m measure " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("__main__.py") else None,
+    }
+    put(contract.MANIFEST, json.dumps(manifest, indent=2, default=str) + "\n")
+    _carry_over(out, staging)
+    replace_dir(staging, out)
+    return {"out": out, "golden": summary, "manifest": manifest, **counts}

@@ -1,0 +1,119 @@
+"""Small, neutral file helpers shared by the site build (`site_src/`) and the measurement stage
+(`measure/`), so that neither imports the other. Standard library only.
+
+- `write_atomic(path, data)`: a file is replaced whole or not at all.
+- `replace_dir(staged, target)`: a folder is replaced whole or not at all.
+- `staging_dir(target)`: a fresh folder beside `target` to build the replacement in.
+- `git_state(root)`: the HEAD commit and whether the tree is dirty.
+- `sha256_file(path)`: a file's sha256, read in blocks.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+__all__ = ["write_atomic", "replace_dir", "staging_dir", "git_state", "sha256_file"]
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write to a temporary file beside `path`, then rename: a killed run or a build running
+    side by side never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; these are ordinary readable files
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _staging_prefix(target: Path) -> str:
+    return f".{target.name}.staging-"
+
+
+def staging_dir(target: Path) -> Path:
+    """A new empty folder beside `target` (same file system, so it can be renamed into place).
+    Leftovers of earlier killed runs beside `target` are removed first."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for old in target.parent.glob(_staging_prefix(target) + "*"):
+        shutil.rmtree(old, ignore_errors=True)
+    path = Path(tempfile.mkdtemp(dir=target.parent, prefix=_staging_prefix(target)))
+    os.chmod(path, 0o755)  # mkdtemp makes 0700; a bundle is an ordinary readable folder
+    return path
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def replace_dir(staged: Path, target: Path) -> None:
+    """Put the folder `staged` (from `staging_dir(target)`) in place of `target`.
+
+    Where the kernel can exchange two paths in one step, `target` is at every moment either the
+    whole old folder or the whole new one, so a kill at any point leaves one of them complete
+    in place. Elsewhere the old folder is first renamed aside and the new one renamed in; a kill
+    between those two renames leaves the old folder complete beside `target` (under the staging
+    prefix), and the next `replace_dir` or `staging_dir` call puts nothing in its way."""
+    staged, target = Path(staged), Path(target)
+    if not target.exists():
+        os.replace(staged, target)
+        return
+    if _exchange(staged, target):
+        shutil.rmtree(staged)  # now the old folder
+        return
+    aside = Path(tempfile.mkdtemp(dir=target.parent, prefix=_staging_prefix(target)))
+    os.replace(target, aside / "old")
+    try:
+        os.replace(staged, target)
+    except BaseException:
+        os.replace(aside / "old", target)
+        raise
+    shutil.rmtree(aside)
+
+
+def git_state(root: Path) -> tuple[str | None, bool]:
+    """(HEAD commit, whether tracked or untracked files differ from it); (None, False) outside git."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                              check=True, timeout=30).stdout.strip()
+    try:
+        return git("rev-parse", "HEAD"), bool(git("status", "--porcelain"))
+    except (OSError, subprocess.SubprocessError):
+        return None, False
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
