@@ -1,14 +1,25 @@
-"""Time the naive patching loop against the measurement stage's sweep, on the same model and pairs.
+"""Time the project's patch sweep against the two ways people usually patch, on the same models.
 
-The naive loop runs the Hugging Face model's full forward pass once per (pair, component, mode),
-with a hook replacing the component's output. The sweep caches the clean activations, resumes
-each patched run from the input of the patched layer, and batches the variants that resume from
-the same point. Both patch every attn/mlp component and every head in modes mean, zero and swap.
+Default: random-weight Llama reward models (built from a config with a fixed seed; nothing is
+downloaded) of 8 layers at hidden size 256 with 30 pairs, and 16 layers with 24 pairs; mean
+ablation of every attn and mlp block, patched in at every position; one thread. Three methods:
 
-    .venv/bin/python benchmarks/benchmark_patching.py [--model organism] [--pairs 24]
+- the sweep (`measure.instruments.patch_sweep`): caches the clean run, resumes each patched run
+  at the patched layer, batches all variants that resume from the same point, shards of 8 pairs;
+- a plain forward-hooks loop: one full forward pass of the model per component per sequence
+  (batch of one, no padding), a forward hook replacing the block's output;
+- nnsight 0.8.1 (if installed), the same loop as traces that set the block's output.
 
-Prints layer evaluations (one sequence through one decoder layer = 1), wall times, their ratios,
-and the largest disagreement between the two (must be <= 1e-5).
+All three also run the clean model once per sequence (the sweep: once per shard) for the clean
+margin. Prints wall and CPU seconds, their ratios, layer evaluations and token-layer work (one
+token through one layer) of each, and the largest disagreement of the patched margins between
+any two methods (must be <= 1e-5). Timings on a shared machine are inflated; compare ratios.
+
+    .venv/bin/python benchmarks/benchmark_patching.py [--sizes small,large] [--no-nnsight]
+    .venv/bin/python benchmarks/benchmark_patching.py --organism   # the older check below
+
+`--organism`: the organism model, every attn/mlp block and every head in modes mean, zero and
+swap, the sweep against `instruments.naive_sweep` (one forward pass per pair, component and mode).
 """
 from __future__ import annotations
 
@@ -25,21 +36,177 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from measure.adapter import load  # noqa: E402
+from measure.adapter import Adapter, load, parse_component  # noqa: E402
 from measure.instruments import MODES, StatsAccumulator, naive_sweep, patch_sweep  # noqa: E402
 from measure.jsonio import read_jsonl  # noqa: E402
 from measure.study import ORGANISM_DIR, setup_determinism  # noqa: E402
 
+SIZES = {"small": (8, 30), "large": (16, 24)}  # layers, pairs; hidden 256 for both
+HIDDEN, HEADS, KV_HEADS, MLP, VOCAB, SHORTEST, LONGEST, SHARD = 256, 8, 4, 688, 512, 16, 48, 8
+TOLERANCE = 1e-5
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="organism")
-    parser.add_argument("--pairs-file", type=Path, default=ORGANISM_DIR / "pairs.jsonl")
-    parser.add_argument("--pairs", type=int, default=24, help="pairs to patch (spread over dimensions)")
-    parser.add_argument("--shard-size", type=int, default=8, help="pairs per sweep batch, as in a study run")
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
 
+def random_reward_model(layers: int) -> Adapter:
+    from transformers import AutoModelForSequenceClassification, LlamaConfig
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=MLP,
+                         num_hidden_layers=layers, num_attention_heads=HEADS, num_key_value_heads=KV_HEADS,
+                         max_position_embeddings=64, num_labels=1, pad_token_id=0)
+    model = AutoModelForSequenceClassification.from_config(config, attn_implementation="eager")
+    return Adapter(model, None, f"random-llama-{layers}L-h{HIDDEN}")
+
+
+def random_pairs(n_pairs: int) -> list[list[int]]:
+    gen = torch.Generator().manual_seed(1)
+    seqs = []
+    for _ in range(2 * n_pairs):
+        n = int(torch.randint(SHORTEST, LONGEST + 1, (1,), generator=gen))
+        seqs.append(torch.randint(1, VOCAB, (n,), generator=gen).tolist())
+    return seqs  # 2p chosen, 2p+1 rejected
+
+
+def _reward(adapter: Adapter, hidden: torch.Tensor) -> float:
+    return float(hidden[0, -1].float() @ adapter.w_r.float() + adapter.score_bias)
+
+
+def _value(stats, name, width, dtype):
+    return stats.mean[name].to(dtype).expand(1, width, -1).clone()
+
+
+def run_sweep(adapter, seqs, stats, components, counter, sweep=patch_sweep):
+    out = {}
+    for s in range(0, len(seqs) // 2, SHARD):
+        rows = seqs[2 * s: 2 * (s + SHARD)]
+        batch = adapter.batch(rows)
+        with torch.no_grad():
+            run = adapter.clean_run(batch)
+        width = batch.ids.shape[1]
+        counter["layer_evals"] += len(rows) * adapter.n_layers
+        counter["token_layers"] += len(rows) * adapter.n_layers * width
+        before = counter["layer_evals"]
+        result = sweep(adapter, batch, run, stats, components, ("mean",), counter=counter)
+        counter["token_layers"] += (counter["layer_evals"] - before) * width
+        for name in components:
+            for p, margin in enumerate(result[(name, "mean")][0].tolist()):
+                out[(s + p, name)] = margin
+    return out
+
+
+def run_hooks(adapter, seqs, stats, components, counter):
+    out = {}
+    for p in range(len(seqs) // 2):
+        rewards = {}
+        for side in (0, 1):
+            ids = torch.tensor([seqs[2 * p + side]])
+            width = ids.shape[1]
+            for name in components:
+                kind, i, _ = parse_component(name)
+                points = adapter.family.hook_points(i)
+                module = points.attn if kind == "attn" else points.mlp
+                value = _value(stats, name, width, adapter.dtype)
+
+                def hook(module, args, output, value=value):
+                    return (value,) + tuple(output[1:]) if isinstance(output, tuple) else value
+                handle = module.register_forward_hook(hook)
+                try:
+                    with torch.no_grad():
+                        hidden = adapter.base(input_ids=ids).last_hidden_state
+                finally:
+                    handle.remove()
+                rewards[(side, name)] = _reward(adapter, hidden)
+            with torch.no_grad():  # the clean run, for the clean margin
+                adapter.base(input_ids=ids)
+            counter["layer_evals"] += (len(components) + 1) * adapter.n_layers
+            counter["token_layers"] += (len(components) + 1) * adapter.n_layers * width
+        for name in components:
+            out[(p, name)] = rewards[(0, name)] - rewards[(1, name)]
+    return out
+
+
+def run_nnsight(adapter, seqs, stats, components, counter):
+    from nnsight import NNsight
+
+    traced = NNsight(adapter.base)
+    names = {module: name for name, module in adapter.base.named_modules()}
+
+    def envoy(module):
+        node = traced
+        for part in names[module].split("."):
+            node = node[int(part)] if part.isdigit() else getattr(node, part)
+        return node
+
+    out = {}
+    for p in range(len(seqs) // 2):
+        rewards = {}
+        for side in (0, 1):
+            ids = torch.tensor([seqs[2 * p + side]])
+            width = ids.shape[1]
+            for name in components:
+                kind, i, _ = parse_component(name)
+                points = adapter.family.hook_points(i)
+                block = envoy(points.attn if kind == "attn" else points.mlp)
+                value = _value(stats, name, width, adapter.dtype)
+                with torch.no_grad():
+                    with traced.trace(ids):
+                        output = block.output
+                        block.output = (value,) + tuple(output[1:]) if isinstance(output, tuple) else value
+                        hidden = traced.output[0].save()
+                rewards[(side, name)] = _reward(adapter, hidden)
+            with torch.no_grad():
+                adapter.base(input_ids=ids)
+            counter["layer_evals"] += (len(components) + 1) * adapter.n_layers
+            counter["token_layers"] += (len(components) + 1) * adapter.n_layers * width
+        for name in components:
+            out[(p, name)] = rewards[(0, name)] - rewards[(1, name)]
+    return out
+
+
+def timed(fn, *args):
+    counter = {"layer_evals": 0.0, "token_layers": 0.0}
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn(*args, counter)
+    return out, time.perf_counter() - wall, time.process_time() - cpu, counter
+
+
+def compare(size: str, use_nnsight: bool, sweeps: dict) -> tuple[float, dict]:
+    layers, n_pairs = SIZES[size]
+    adapter = random_reward_model(layers)
+    seqs = random_pairs(n_pairs)
+    components = [c for c in adapter.components(heads=False) if c != "embed"]
+    acc = StatsAccumulator()  # the mean values every method patches in
+    with torch.no_grad():
+        for s in range(0, n_pairs, SHARD):
+            batch = adapter.batch(seqs[2 * s: 2 * (s + SHARD)])
+            acc.add(adapter, batch, adapter.clean_run(batch))
+    stats = acc.finish()
+    methods = {label: (lambda a, q, st, c, k, fn=fn: run_sweep(a, q, st, c, k, fn)) for label, fn in sweeps.items()}
+    methods["hooks loop"] = run_hooks
+    if use_nnsight:
+        methods["nnsight"] = run_nnsight
+    for fn in methods.values():  # warm every path on one pair so none pays first-call costs
+        fn(adapter, seqs[:2], stats, components[:2], {"layer_evals": 0.0, "token_layers": 0.0})
+    results = {label: timed(fn, adapter, seqs, stats, components) for label, fn in methods.items()}
+    outs = [r[0] for r in results.values()]
+    worst = max(abs(a[k] - b[k]) for a in outs for b in outs for k in a)
+    print(f"\n{size}: {adapter.model_id}, {HEADS} heads ({KV_HEADS} KV), MLP {MLP}; {n_pairs} pairs, "
+          f"lengths {SHORTEST}-{LONGEST}; mean ablation of {len(components)} attn/mlp blocks")
+    labels = list(results)
+    print(f"{'':22}" + "".join(f"{label:>16}" for label in labels))
+    for row, idx, fmt in (("wall s", 1, ".2f"), ("CPU s", 2, ".2f")):
+        print(f"{row:22}" + "".join(f"{results[label][idx]:>16{fmt}}" for label in labels))
+    for key in ("layer_evals", "token_layers"):
+        print(f"{key.replace('_', ' '):22}" + "".join(f"{results[label][3][key]:>16,.0f}" for label in labels))
+    base = labels[0]
+    ratios = {}
+    for label in labels[1:]:
+        ratios[label] = {"wall": results[label][1] / results[base][1], "cpu": results[label][2] / results[base][2]}
+        print(f"{label} / {base}: {ratios[label]['wall']:.2f}x wall, {ratios[label]['cpu']:.2f}x CPU")
+    print(f"largest disagreement between any two methods: {worst:.2e} (must be <= {TOLERANCE:g})")
+    return worst, ratios
+
+
+def organism_check(args) -> int:
     setup_determinism(0, args.threads, "cpu")
     adapter = load(args.model, ORGANISM_DIR)
     rows = read_jsonl(args.pairs_file)
@@ -93,6 +260,39 @@ def main() -> int:
     print(f"{'wall time (s)':24}{naive_s:>14.3f}{sweep_s:>14.3f}{naive_s / sweep_s:>9.2f}x")
     print(f"largest disagreement: {worst:.2e} (must be <= 1e-5)")
     return 0 if worst <= 1e-5 else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="small,large", help="comma-separated: small (8 layers), large (16)")
+    parser.add_argument("--no-nnsight", action="store_true", help="leave nnsight out even if installed")
+    parser.add_argument("--organism", action="store_true", help="the older organism check (all modes and heads)")
+    parser.add_argument("--model", default="organism", help="with --organism")
+    parser.add_argument("--pairs-file", type=Path, default=ORGANISM_DIR / "pairs.jsonl", help="with --organism")
+    parser.add_argument("--pairs", type=int, default=24, help="with --organism: pairs to patch")
+    parser.add_argument("--shard-size", type=int, default=8, help="with --organism")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    if args.organism:
+        return organism_check(args)
+    setup_determinism(0, args.threads, "cpu")
+    use_nnsight = not args.no_nnsight
+    if use_nnsight:
+        try:
+            import nnsight  # noqa: F401
+        except ImportError:
+            print("nnsight is not installed (pip install -e '.[bench]'); running without it")
+            use_nnsight = False
+    print(f"threads {torch.get_num_threads()}, torch {torch.__version__}; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} (timings on a shared machine are inflated)")
+    worst = 0.0
+    for size in args.sizes.split(","):
+        if size not in SIZES:
+            print(f"error: --sizes: unknown size {size!r}; use {', '.join(SIZES)}", file=sys.stderr)
+            return 2
+        w, _ratios = compare(size, use_nnsight, {"sweep": patch_sweep})
+        worst = max(worst, w)
+    return 0 if worst <= TOLERANCE else 1
 
 
 if __name__ == "__main__":
