@@ -8,7 +8,8 @@ import yaml
 
 from .errors import BuildError
 
-FIELDS = ("title", "nav_title", "summary", "subject", "question", "access", "trust", "claim", "bundle", "reproduction")
+FIELDS = ("title", "nav_title", "summary", "subject", "question", "access", "trust", "claim", "bundle", "reproduction",
+          "calibration")
 REQUIRED = ("title", "summary")
 STUDY_REQUIRED = ("subject", "question", "access", "trust", "claim")
 # Computed by the build (site_src/honesty), never typed: a page that types one is refused.

@@ -111,6 +111,7 @@ def collect(root: Path) -> BuildResult:
                 check_prose(page.meta[field_name], page.field_where(field_name), errors)
         resolver = Resolver(root, page.meta.get("bundle"), cache, files=files)
         rendered = PageRenderer(page, md, resolver, errors, figures, md_env, root).render()
+        honesty.check_page(page, md, md_env, rendered)
         figure_count += rendered.figure_count
         for rel, view in resolver.used.items():
             used[rel] = used.get(rel, False) or view

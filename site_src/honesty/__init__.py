@@ -5,6 +5,7 @@ The generator calls, once per build:
 
     honesty = Honesty(root, errors, cache)          # reads registrations/ (and git), lazily
     info = honesty.study(page, bundle)              # per study page: StudyHonesty for its header
+    honesty.check_page(page, md, env, rendered)     # rungs and claim kinds of a page and its figures
     files = honesty.pages(render)                   # registrations/ pages; render(template, prefix, **ctx)
     honesty.used                                    # fixtures to publish with a line view
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from ..errors import BuildError
 from ..resolve import Resolver
-from . import registrations, reproductions
+from . import registrations, reproductions, rungs
 
 
 @dataclass
@@ -76,6 +77,10 @@ class Honesty:
             bundle_sha256=getattr(bundle, "sha256", ""))
         self.studies[name] = info
         return info
+
+    def check_page(self, page, md, env, rendered) -> None:
+        """Trust rungs and claim kinds of a rendered page and its figures (rungs.py)."""
+        rungs.check_page(page, md, env, rendered, self, self.errors)
 
     def pages(self, render) -> dict[str, bytes]:
         from .site_pages import registration_pages

@@ -174,13 +174,13 @@ def test_study_page_header_and_bundle(site, monkeypatch):
         '<section id="bundle-{{ bundle.name }}"><h2>Reproduce this</h2><a href="{{ rel }}{{ bundle.zip_href }}">zip</a></section>\n')
     write_page(site, "studies/demo.md", "## Result\n\nThe mean rho is {{ golden.json:3 }}.\n",
                "title: Demo study\nsummary: A study page.\nsubject: tiny/Reward-Model\nquestion: Where is it?\n"
-               "access: forward only\ntrust: calibrated\nclaim: observational vs causal\n"
+               "access: forward only\ntrust: exploratory\nclaim: observational vs causal\n"
                "bundle: demo\n")
     assert run(site) == 0
     html = (site / "public/studies/demo/index.html").read_text()
     assert "<dt>subject</dt><dd>tiny/Reward-Model</dd>" in html
     assert "<dt>reproduction</dt><dd>No independent reproduction recorded</dd>" in html  # computed, never typed
-    assert '<span class="chip trust-calibrated">calibrated</span>' in html
+    assert '<span class="chip trust-exploratory">exploratory</span>' in html  # 'calibrated' needs a scorecard (tests/honesty)
     assert '<span class="chip claim-observational-vs-causal">observational vs causal</span>' in html
     assert '<a href="../../bundles/demo.zip">zip</a>' in html
     assert 'data-source="bundles/demo/golden.json:3"' in html   # FILE resolved inside the bundle first

@@ -1,0 +1,82 @@
+"""Claim kinds: what kind of claim a figure or a value can support, from its data alone.
+
+Patching intervenes, so it is causal; attribution and the reward lens read activations without
+intervening, so they are observational; a statistic that sets one against the other (a rank
+correlation, a gap between the two methods' key recovery) is "observational vs causal". A
+declared kind must equal the kind its data give; the check never takes the author's word.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from bundle_kit import contract
+
+OBSERVATIONAL, CAUSAL, COMPARISON = "observational", "causal", "observational vs causal"
+KINDS = (OBSERVATIONAL, CAUSAL, COMPARISON)
+
+# Figure kinds whose data fix their claim kind (docs/figures.md lists each kind's data).
+FIGURE_KINDS = {
+    "rank_scatter": COMPARISON,        # attribution rank against patch rank
+    "top_lists": COMPARISON,           # each method's top list, with the other's rank
+    "rho_bars": COMPARISON,            # rank correlation of the two methods
+    "patch_picker": CAUSAL,            # clean against patched margin
+    "lens_curve": OBSERVATIONAL,       # the running margin, read layer by layer
+    "margin_distribution": OBSERVATIONAL,  # the model's own margins, nothing replaced
+}
+# Figure kinds whose claim is the kind of the value they draw (observational when neutral).
+FIGURE_FROM_DATA = {"heatmap": "matrix"}
+
+FILE_KINDS = {
+    contract.ATTRIBUTION: OBSERVATIONAL, contract.HEADS_ATTRIBUTION: OBSERVATIONAL,
+    contract.LENS: OBSERVATIONAL,
+    contract.PATCHING: CAUSAL, contract.HEADS_PATCHING: CAUSAL,
+}
+# Words of a key path (split at '/', '_', '-', '.') that give a summary value its kind, first
+# match wins. A rank correlation sets the two methods against each other; so does a gap in key
+# recovery. A value under `counts/` is a count of rows or components: no claim about the model.
+WORD_KINDS = (
+    ({"rho"}, COMPARISON),
+    ({"patching"}, CAUSAL),
+    ({"attribution", "lens", "crystallization"}, OBSERVATIONAL),
+)
+COMPARISON_ROOTS = {"key_recovery": {"gap"}}   # root -> words that make a value under it a comparison
+NEUTRAL_ROOTS = {"counts"}
+
+
+def value_kind(source: str, expression: str) -> str | None:
+    """The claim kind a resolved value supports (None: a count or a label, no kind)."""
+    name = PurePosixPath(source).name
+    if name in FILE_KINDS:
+        return FILE_KINDS[name]
+    key = expression.split("#", 1)[1] if "#" in expression else ""
+    key = key.split("|", 1)[0].strip()
+    parts = [p for p in key.split("/") if p]
+    if not parts or parts[0] in NEUTRAL_ROOTS:
+        return None
+    words = {w for p in parts for w in re.split(r"[_\-.]", p.lower())}
+    if words & COMPARISON_ROOTS.get(parts[0], set()):
+        return COMPARISON
+    for vocabulary, kind in WORD_KINDS:
+        if words & vocabulary:
+            return kind
+    return None
+
+
+def figure_kind(kind: str, data_kind: str | None = None) -> str | None:
+    """The claim kind a figure of `kind` supports; `data_kind` is the kind of its drawn value."""
+    if kind in FIGURE_KINDS:
+        return FIGURE_KINDS[kind]
+    if kind in FIGURE_FROM_DATA:
+        return data_kind or OBSERVATIONAL
+    return None
+
+
+def page_kind(kinds) -> str | None:
+    """The kind a page's figures and values support together (None: they carry no kind)."""
+    found = {k for k in kinds if k}
+    if not found:
+        return None
+    if COMPARISON in found or {OBSERVATIONAL, CAUSAL} <= found:
+        return COMPARISON
+    return found.pop()

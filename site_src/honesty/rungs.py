@@ -1,0 +1,178 @@
+"""Trust rungs and claim kinds, enforced on a page and on each of its figures.
+
+- `registered` only when a verified registration (registrations/, with data and a verdict)
+  concerns the bundle;
+- `calibrated` only when the page cites, with `calibration: <study>`, a study whose answer key is
+  true by construction: its key.json says how the key was constructed (`construction`) and its
+  golden.json's key verification, by an intervention neither scored method uses, passed
+  (`key_check/all_pass: true`);
+- a figure's `claim` must be the kind its figure kind and data give (claims.py), and a page's
+  `claim` the kind its figures and values give together.
+Anything else is an error at the page line an author must edit.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import yaml
+
+from bundle_kit import contract
+
+from ..errors import BuildError
+from . import claims
+
+KEY_CONSTRUCTION = "construction"    # key.json: how the key was constructed (text)
+KEY_CHECK_PASSED = ("key_check", "all_pass")   # golden.json: the key's verification passed
+BUNDLE_PATH = re.compile(r"^bundles/([a-z0-9][a-z0-9_-]*)/")
+
+
+def calibration_problem(root: Path, study: str, refusal=lambda rel: None) -> str | None:
+    """Why `study` cannot serve as a calibration scorecard (None: it can)."""
+    folder = f"bundles/{study}"
+    if not isinstance(study, str) or not (Path(root) / folder).is_dir():
+        return f"names no study: expected the folder {folder}/"
+    for name in (contract.KEY, contract.GOLDEN):
+        rel = f"{folder}/{name}"
+        refused = refusal(rel)
+        if refused or not (Path(root) / rel).is_file():
+            return f"{rel} {refused or 'is missing'}: a calibration study ships its answer key and its verification"
+    try:
+        key = json.loads((Path(root) / folder / contract.KEY).read_text(encoding="utf-8"))
+        golden = json.loads((Path(root) / folder / contract.GOLDEN).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"cannot read its key or golden.json ({exc})"
+    construction = key.get(KEY_CONSTRUCTION) if isinstance(key, dict) else None
+    if not isinstance(construction, str) or not construction.strip():
+        return (f"{folder}/{contract.KEY} does not say how its key was constructed ('{KEY_CONSTRUCTION}'): a key "
+                "measured from the model's own activations is a reference, not an answer true by construction")
+    node = golden
+    for part in KEY_CHECK_PASSED:
+        node = node.get(part) if isinstance(node, dict) else None
+    if node is not True:
+        return (f"{folder}/{contract.GOLDEN} does not record a passed key verification "
+                f"('{'/'.join(KEY_CHECK_PASSED)}': true)")
+    return None
+
+
+def _fence_line(body: str, key: str) -> int:
+    for number, text in enumerate(body.split("\n")):
+        if text.startswith(f"{key}:"):
+            return number
+    return 0
+
+
+def figure_blocks(page, md, env):
+    """(line of the fence, spec, body) of every figure block of the page."""
+    for token in md.parse(page.body, env):
+        if token.type == "fence" and token.info.strip() == "figure" and token.map:
+            try:
+                spec = yaml.safe_load(token.content)
+            except yaml.YAMLError:
+                continue  # the renderer reports it
+            if isinstance(spec, dict):
+                yield token.map[0] + 1, spec, token.content
+
+
+def _figure_bundles(spec: dict, page_bundle) -> set[str]:
+    """The studies a figure draws from: bundles/<study>/ paths in its data, else the page's bundle."""
+    found, relative = set(), False
+
+    def walk(value):
+        nonlocal relative
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str):
+            match = BUNDLE_PATH.match(value)
+            if match:
+                found.add(match.group(1))
+            elif not value.startswith("quoted/"):
+                relative = True
+    walk(spec.get("data"))
+    if relative and isinstance(page_bundle, str):
+        found.add(page_bundle)
+    return found
+
+
+class PageCheck:
+    """The rung and claim checks of one page (after it rendered, so its values are known)."""
+
+    def __init__(self, page, honesty, errors):
+        self.page, self.honesty, self.errors = page, honesty, errors
+        self.bundle = page.meta.get("bundle") if isinstance(page.meta.get("bundle"), str) else None
+
+    def error(self, message: str, line: int, fixture: str = "") -> None:
+        self.errors.add(BuildError(message, self.page.where(line), fixture))
+
+    # -- rungs -------------------------------------------------------------------------------
+    def rung(self, trust, studies: set[str], line: int, what: str) -> None:
+        if trust == "registered":
+            registered = {v.registration.study for v in self.honesty.registrations if not v.awaiting}
+            if not studies & registered:
+                named = ", ".join(sorted(studies)) or "no bundle"
+                self.error(f"{what} says 'registered', but no verified registration with a verdict concerns "
+                           f"its bundle ({named}): commit a record under registrations/ before the data, "
+                           "or say 'exploratory'", line)
+        elif trust == "calibrated":
+            cited = self.page.meta.get("calibration")
+            if cited is None:
+                self.error(f"{what} says 'calibrated', but the page cites no calibration scorecard: add "
+                           "'calibration: <study>' naming a study whose answer key is true by construction, "
+                           "or say 'exploratory'", line)
+                return
+            problem = calibration_problem(self.honesty.root, cited, self.honesty.refusal)
+            if problem:
+                self.error(f"calibration {cited!r} {problem}", self.page.meta_lines.get("calibration", line))
+
+    # -- claims ------------------------------------------------------------------------------
+    def resolved_kind(self, resolved) -> str | None:
+        expression = resolved.expression or ""
+        if "#" not in expression.split("|", 1)[0] and resolved.line and Path(resolved.source).suffix in (".json", ".yaml", ".yml"):
+            try:  # FILE:LINE: take the key path that sits on that line
+                fixture = self.honesty.resolver.cache.get(self.honesty.root / resolved.source, resolved.source)
+                entries = fixture.by_line.get(resolved.line, [])
+                if entries:
+                    path = min(entries, key=lambda e: len(e.path)).path
+                    expression = f"{resolved.source}#{'/'.join(str(p) for p in path)}"
+            except Exception:  # the renderer already reported an unreadable fixture
+                pass
+        return claims.value_kind(resolved.source, expression)
+
+    def run(self, md, env, rendered) -> None:
+        page = self.page
+        figure_kinds = []
+        for line, spec, body in figure_blocks(page, md, env):
+            kind, declared = spec.get("kind"), spec.get("claim")
+            data_kind = None
+            if kind in claims.FIGURE_FROM_DATA:
+                ref = (spec.get("data") or {}).get(claims.FIGURE_FROM_DATA[kind]) if isinstance(spec.get("data"), dict) else None
+                data_kind = claims.value_kind(str(ref or ""), str(ref or ""))
+            intrinsic = claims.figure_kind(kind, data_kind)
+            claim_line = line + 1 + _fence_line(body, "claim")
+            if intrinsic and declared in claims.KINDS and declared != intrinsic:
+                self.error(f"figure {spec.get('id')}: claim {declared!r} is not what a {kind} figure supports: its "
+                           f"data make it {intrinsic!r}", claim_line)
+            figure_kinds.append(intrinsic)
+            trust = spec.get("trust")
+            if trust is not None:
+                self.rung(trust, _figure_bundles(spec, self.bundle), line + 1 + _fence_line(body, "trust"),
+                          f"figure {spec.get('id')}")
+        if "trust" in page.meta:
+            self.rung(page.meta["trust"], {self.bundle} if self.bundle else set(),
+                      page.meta_lines.get("trust", 1), "the page")
+        declared = page.meta.get("claim")
+        if declared in claims.KINDS:
+            value_kinds = [self.resolved_kind(resolved) for resolved, _text, _rid in rendered.values]
+            supported = claims.page_kind(figure_kinds + value_kinds)
+            if supported is not None and supported != declared:
+                self.error(f"claim {declared!r} is not what this page's figures and values support: together "
+                           f"they make it {supported!r}", page.meta_lines.get("claim", 1))
+
+
+def check_page(page, md, env, rendered, honesty, errors) -> None:
+    PageCheck(page, honesty, errors).run(md, env, rendered)
