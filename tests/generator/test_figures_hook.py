@@ -56,8 +56,12 @@ def test_figures_are_numbered_and_linked(site, fake_figures):
     write_page(site, "explainer.md",
                "## Figures\n\nSee [[fig:first]] and [[fig:second]].\n\n" + figure("first") + "\n"
                + figure("second", claim="causal", extra="trust: calibrated\n"),
-               "title: Figures\nsummary: Two figures.\ntrust: exploratory\n")
+               "title: Figures\nsummary: Two figures.\ntrust: exploratory\ncalibration: cal\n")
     write_page(site, "guides/second.md", "## Elsewhere\n\nAs [[fig:second]] shows.\n")
+    # 'calibrated' must cite a study whose key is true by construction (site_src/honesty/rungs.py)
+    (site / "bundles/cal").mkdir()
+    (site / "bundles/cal/key.json").write_text('{"construction": "hand-set weights"}\n')
+    (site / "bundles/cal/golden.json").write_text('{"key_check": {"all_pass": true}}\n')
     assert run(site) == 0
     html = (site / "public/explainer/index.html").read_text()
     assert '<link rel="stylesheet" href="../assets/fake.css">' in html  # figure pages load the figure CSS
