@@ -3,6 +3,7 @@ cross-fit, and on the committed organism: the flag fires on patches that are off
 at the scoring token and stays near its calibrated rate on clean activations it never saw."""
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -179,3 +180,22 @@ def test_rows_carry_the_score_and_its_flag(organism):
         rows = shard_rows(adapter, pairs, seqs, stats, 512, patch_heads=False)["patching"]
     assert all(r["offdist_flag"] is (r["offdist_z"] > offdist.THRESHOLD) for r in rows)
     assert all(r["offdist_flag"] for r in rows if r["component"] == "mlp_L3" and r["mode"] == "mean")
+
+
+def test_a_study_run_scores_every_patch_and_counts_the_flags(tiny_dir, tiny_pairs, tmp_path):
+    """End to end through the staged runner: every row scored, golden's block counts the rows."""
+    from measure.config import StudyConfig
+    from measure.study import run_study
+
+    out = run_study(StudyConfig(model=str(tiny_dir), study="tiny", out=tmp_path / "b", pairs_file=tiny_pairs,
+                                runs_dir=tmp_path / "runs", shard_size=4, progress=False))["out"]
+    golden = json.loads((out / "golden.json").read_text())["offdist"]
+    for name, scored, flagged in (("patching_per_pair.jsonl", "scored", "flagged"),
+                                  ("heads_patching_per_pair.jsonl", "heads_scored", "heads_flagged")):
+        rows = [json.loads(line) for line in (out / name).read_text().splitlines()]
+        assert all(isinstance(r["offdist_z"], float) and r["offdist_flag"] is (r["offdist_z"] > 1) for r in rows)
+        for mode in ("mean", "zero", "swap"):
+            of_mode = [r for r in rows if r["mode"] == mode]
+            assert golden[scored][mode] == len(of_mode) > 0
+            assert golden[flagged][mode] == sum(r["offdist_flag"] for r in of_mode)
+    assert golden["threshold"] == offdist.THRESHOLD and golden["quantile"] == offdist.QUANTILE
