@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from bundle_kit import contract
 from safe_io import write_atomic
 
 from . import organism_data as od
@@ -131,7 +132,7 @@ def train(out_dir: Path, settings: dict | None = None, progress: bool = True) ->
     accuracy = heldout_accuracy(model, tok, data["heldout"])
     from .adapter import load
     key = answer_key(load(str(out_dir), out_dir), data["key_twins"], s["key_threshold_fraction"])
-    write_atomic(out_dir / "key.json", json_text(key))
+    write_atomic(out_dir / contract.KEY, json_text(key))
     report = {"settings": s, "planted_weights": od.WEIGHTS, "epoch_loss": losses,
               "heldout_accuracy": accuracy,
               "heldout_accuracy_mean": sum(accuracy.values()) / len(accuracy),

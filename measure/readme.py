@@ -1,6 +1,8 @@
 """The bundle's own README.md, generated: what every file and every field means."""
 from __future__ import annotations
 
+from bundle_kit import contract as C
+
 PAIR_FIELDS = """\
 - `dimension`: the preference dimension the pair probes.
 - `pair_id`: the pair; `seed_id`: the seed pair it was mutated from (rows sharing a `seed_id`
@@ -13,8 +15,8 @@ def bundle_readme(study: str, golden: dict, has_key: bool) -> str:
     counts = golden["counts"]
     key_files = ""
     if has_key:
-        key_files = """
-## `key.json` — the organism's answer key
+        key_files = f"""
+## `{C.KEY}` — the organism's answer key
 
 - `rule`, `threshold_fraction`: how membership is decided. For each component, its output at
   the scoring token is compared between the two sides of twin inputs that differ only in the
@@ -31,18 +33,18 @@ def bundle_readme(study: str, golden: dict, has_key: bool) -> str:
     return f"""# Study bundle: {study}
 
 Written by the measurement stage (`python -m measure run --study {study}`); do not edit by hand.
-Every file except `manifest.json` is byte-identical when the run is repeated with the same seed
+Every file except `{C.MANIFEST}` is byte-identical when the run is repeated with the same seed
 (the manifest records the wall time and the git commit, which change from run to run).
-Floats are rounded to 8 decimals in JSONL files and 6 in `golden.json`; keys keep a fixed order.
+Floats are rounded to {C.JSONL_PLACES} decimals in JSONL files and {C.GOLDEN_PLACES} in `{C.GOLDEN}`; keys keep a fixed order.
 
 Definitions: the margin of a pair is `r(chosen) - r(rejected)`, read at the scoring token (the
 last token of each response). `w_r` is row {golden['identity']['objective']} of the score head.
 
-## `pairs.jsonl` — the preference pairs, readable
+## `{C.PAIRS}` — the preference pairs, readable
 
 {PAIR_FIELDS}- `prompt`, `chosen`, `rejected`: the texts; the model prefers `chosen` when the margin is positive.
 
-## `attribution_per_pair.jsonl` — component attribution (observational)
+## `{C.ATTRIBUTION}` — component attribution (observational)
 
 One row per (pair, component), components in model order: `embed`, then per layer `attn_L{{i}}`
 and `mlp_L{{i}}`, then `bias`. {counts['attribution_rows']} rows.
@@ -52,16 +54,16 @@ and `mlp_L{{i}}`, then `bias`. {counts['attribution_rows']} rows.
   token, through the final norm with its scale frozen at the clean run's value, projected on
   `w_r`, for each response. `attribution` = `attr_chosen - attr_rejected`.
 - `margin`: the clean margin. Over embed, attn, mlp and bias the attributions sum back to the
-  margin; the largest gap over pairs is `golden.json` `attribution_sum_gap`.
+  margin; the largest gap over pairs is `{C.GOLDEN}` `attribution_sum_gap`.
 
-## `heads_attribution_per_pair.jsonl` — the same, per attention head
+## `{C.HEADS_ATTRIBUTION}` — the same, per attention head
 
 Same fields, `kind` = `head`, component `head_L{{i}}_H{{j}}`: the head's slice of the o_proj
 input through its o_proj columns. The heads of a layer sum to its `attn` row (less any o_proj
 bias). Kept in its own file so the rank comparison over attn and mlp stays as defined.
 {counts['heads_attribution_rows']} rows.
 
-## `patching_per_pair.jsonl` — activation patching (causal)
+## `{C.PATCHING}` — activation patching (causal)
 
 One row per (pair, component, mode) for every `attn_L{{i}}` and `mlp_L{{i}}`. {counts['patching_rows']} rows.
 
@@ -81,11 +83,11 @@ One row per (pair, component, mode) for every `attn_L{{i}}` and `mlp_L{{i}}`. {c
 - `offdist_flag`: `offdist_z > 1`: the patch put the component outside what clean inputs
   produce there (a clean pair is flagged at most about 1% of the time).
 
-## `heads_patching_per_pair.jsonl` — the same, per attention head
+## `{C.HEADS_PATCHING}` — the same, per attention head
 
 Same fields; a head is patched on its slice of the o_proj input. {counts['heads_patching_rows']} rows.
 
-## `lens_per_pair.jsonl` — the reward lens (observational)
+## `{C.LENS}` — the reward lens (observational)
 
 One row per (pair, layer).
 
@@ -93,7 +95,7 @@ One row per (pair, layer).
 - `running_margin`: the residual stream after that layer, through the real final norm, projected
   on `w_r`, chosen minus rejected. The last layer's value is the margin.
 {key_files}
-## `golden.json` — the summary pages quote, computed from the rows above as written
+## `{C.GOLDEN}` — the summary pages quote, computed from the rows above as written
 
 - `study`, `model`; `rank_mode`: the patching mode the rankings use; `components_compared`,
   `kinds_compared`: the components ranked both ways; `tolerance`: how far `reproduce.py` may
@@ -107,7 +109,7 @@ One row per (pair, layer).
   the attribution ranking (mean signed attribution over pairs, rank 1 = largest) and the patch
   ranking (mean `|effect| / |clean margin|` over pairs, rank 1 = largest), per dimension, over
   `kinds_compared`; the mean over dimensions. `rho_by_mode`: the same for each patching mode.
-- `identity`: the model id, weights sha256, data sha256 (of `pairs.jsonl`), seed, dtype, device
+- `identity`: the model id, weights sha256, data sha256 (of `{C.PAIRS}`), seed, dtype, device
   type and score objective: what makes the numbers.
 - `per_dimension_n`: `n` (pairs) and `n_effective` (distinct seeds) per dimension.
 - `top_components`: per dimension, the top three attn/mlp components by attribution rank and by
@@ -125,9 +127,9 @@ One row per (pair, layer).
 - `organism_heldout_accuracy` (organism only): the trained organism's accuracy on held-out twins.
 - `offdist`: how the off-distribution flag is made (`statistic`, `quantile`, `folds`, and the
   `threshold` on `offdist_z`), and per mode the effects `scored` and `flagged` in
-  `patching_per_pair.jsonl`, and `heads_scored`, `heads_flagged` in the heads file.
+  `{C.PATCHING}`, and `heads_scored`, `heads_flagged` in the heads file.
 
-## `manifest.json` — the run
+## `{C.MANIFEST}` — the run
 
 Model id, weights sha256 and how it was taken, the model config, seeds, data file and sha256,
 package versions, device, dtype, threads, shard layout and how many shards a resumed run reused,
@@ -138,6 +140,6 @@ the run fingerprint, git commit (and whether the tree was dirty), wall time and 
 - `rankstats.py`: the one implementation of the rank statistics (average ranks, Spearman, the
   join, component scores, ROC AUC, seed bootstrap, crystallization depth), standard library only.
 - `reproduce.py`: recomputes the per-dimension and mean rhos from the JSONL files with
-  `rankstats.py` and checks them against `golden.json` within `tolerance`. Run
+  `rankstats.py` and checks them against `{C.GOLDEN}` within `tolerance`. Run
   `python reproduce.py` in the unzipped folder; no third-party packages needed.
 """
