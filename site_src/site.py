@@ -19,6 +19,7 @@ from .markdown import make_parser
 from .pages import PROSE_FIELDS, discover, load_page
 from .render import PageRenderer, check_prose, collect_figures, install_render_rules
 from .receipt_html import raw_text
+from . import reader
 from .paths import InputRefused, OutputFolder, OutputRefused, RepoFiles, check_out_rel
 from .resolve import Resolver
 from .sources import publish, sha256
@@ -88,6 +89,8 @@ def collect(root: Path) -> BuildResult:
     for number, name in enumerate(order, start=1):
         pages[name].number = number
     jinja = make_env(files)
+    facts = reader.site_facts(root)
+    jinja.globals.update(built=facts, og=None, cite=None)  # reader features (site_src/reader)
     md = make_parser()
     install_render_rules(md)
     md_env = {"jinja": jinja}
@@ -120,8 +123,10 @@ def collect(root: Path) -> BuildResult:
         if page.is_study and isinstance(page.meta.get("bundle"), str) and files.listed(f"bundles/{page.meta['bundle']}")[0]:
             bundle = _bundle(files, page, bundles, errors)
         study = honesty.study(page, bundle) if bundle is not None else None
+        extra, extra_files = reader.page_extras(root, config, page, rendered.html, bundle, "../" * page.depth, facts)
+        out.update(extra_files)
         try:
-            out[page.out_path] = _page_html(jinja, config, page, pages, order, rendered, bundle, study).encode()
+            out[page.out_path] = _page_html(jinja, config, page, pages, order, rendered, bundle, study, extra).encode()
             if bundle is not None:
                 bundle_pages.append((page.out_path, bundle))
         except jinja2.TemplateError as exc:
@@ -202,7 +207,7 @@ def _common(config, pages, order, current, prefix):
     }
 
 
-def _page_html(jinja, config, page, pages, order, rendered, bundle, honesty=None) -> str:
+def _page_html(jinja, config, page, pages, order, rendered, bundle, honesty=None, extra=None) -> str:
     prefix = "../" * page.depth
     provenance = []
     for resolved, text, rid in rendered.values:
@@ -225,8 +230,9 @@ def _page_html(jinja, config, page, pages, order, rendered, bundle, honesty=None
     return template.render(
         **common,
         page=page, title=page.meta.get("title", ""), summary=page.meta.get("summary", ""),
-        description=page.meta.get("summary", ""), body=Markup(rendered.html), headings=rendered.headings,
-        provenance=provenance, listing=listing, bundle=bundle, honesty=honesty,
+        description=page.meta.get("summary", ""), body=Markup(reader.add_permalinks(rendered.html)),
+        headings=rendered.headings, provenance=provenance, listing=listing, bundle=bundle, honesty=honesty,
+        **(extra or {}),
     )
 
 
@@ -269,6 +275,15 @@ def verify_bundles(target: Path, result: BuildResult) -> None:
             result.errors.add(BuildError(f"published bundle check failed: {exc}", out_path))
 
 
+def _index_search(target: Path, result: BuildResult) -> None:
+    """Offline search over the written pages (site_src/reader/search.py), before the swap."""
+    if result.ok:
+        try:
+            reader.index_search(target)
+        except reader.SearchError as exc:
+            result.errors.add(BuildError(str(exc)))
+
+
 def build(root: Path, out: Path | None = None, keep: bool = True) -> BuildResult:
     """Build into a fresh build folder beside `out`; on success point `out` at it with one rename,
     else leave `out` as it was (see site_src/paths.py for what may be written where).
@@ -296,6 +311,7 @@ def build(root: Path, out: Path | None = None, keep: bool = True) -> BuildResult
                 result.errors.add(BuildError(f"cannot write the site to a temporary folder: {_os_reason(exc)}"))
                 return result
             verify_bundles(Path(tmp), result)
+            _index_search(Path(tmp), result)
         return result
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -305,6 +321,7 @@ def build(root: Path, out: Path | None = None, keep: bool = True) -> BuildResult
             try:
                 write_tree(result.files, staging)
                 verify_bundles(staging, result)
+                _index_search(staging, result)
                 if result.ok:
                     target_folder.swap(staging)
                     swapped = True

@@ -75,7 +75,9 @@ def test_math_becomes_mathml(site):
     html = (site / "public/explainer/index.html").read_text()
     assert '<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">' in html
     assert "<mtext>chosen</mtext>" in html
-    assert "<script" not in html
+    # no math script: the only scripts are the site's own (theme switch and search, site.js)
+    assert re.findall(r'<script src="([^"]+)"', html) == ["../assets/site.js"]
+    assert "mathjax" not in html.lower() and "katex" not in html.lower()
 
 
 def test_navigation_order_and_appended_pages(site):
@@ -165,6 +167,7 @@ def test_study_page_header_and_bundle(site, monkeypatch):
     class FakeBundle:
         name = "demo"
         zip_href = "bundles/demo.zip"
+        sha256 = "0" * 64  # the page cites the bundle by it (site_src/reader/cite.py)
 
     calls = []
     monkeypatch.setattr(bundles, "build_bundle", lambda study_dir, repo_root, members=None: calls.append(study_dir.name) or FakeBundle())

@@ -1,0 +1,33 @@
+"""What a reader expects of a documentation site, beyond the pages themselves: the commit the site
+was built from, heading and figure permalinks, a "Cite this study" block with BibTeX and a
+CITATION.cff, OpenGraph metadata with a preview image of a study's main figure, and offline
+search (Pagefind, run on the finished output).
+
+The generator calls four things, each a thin call site:
+
+- `site_facts(root)` once per build: the commit and its date (`Facts`);
+- `page_extras(...)` per content page: template context (`og`, `cite`) and extra files;
+- `add_permalinks(html)` on each page body;
+- `index_search(folder)` on the written output, before it is swapped into place.
+"""
+from __future__ import annotations
+
+from .cite import cite_context
+from .facts import Facts, site_facts
+from .permalinks import add_permalinks
+from .preview import og_context
+from .search import SearchError, index_search
+
+__all__ = ["Facts", "site_facts", "page_extras", "add_permalinks", "index_search", "SearchError"]
+
+
+def page_extras(root, config, page, body_html: str, bundle, prefix: str, facts: Facts) -> tuple[dict, dict]:
+    """(template context, {path under public/: bytes}) for one content page."""
+    files: dict[str, bytes] = {}
+    og, og_files = og_context(root, config, page, body_html, prefix)
+    files.update(og_files)
+    cite = None
+    if bundle is not None:
+        cite, cite_files = cite_context(config, page, bundle, facts)
+        files.update(cite_files)
+    return {"og": og, "cite": cite}, files

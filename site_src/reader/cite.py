@@ -1,0 +1,70 @@
+""""Cite this study": a BibTeX entry on the page and a CITATION.cff beside it, both naming the
+bundle's sha256 and the commit the site was built from, so a citation pins the exact data."""
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from .facts import Facts
+
+_BIBTEX_SPECIAL = re.compile(r"([{}%&#_$\\])")
+
+
+def _bib(text: str) -> str:
+    return _BIBTEX_SPECIAL.sub(lambda m: "\\" + m.group(1) if m.group(1) != "\\" else r"\textbackslash{}", text)
+
+
+def _page_address(config, page) -> str:
+    if config.base_url:
+        return config.base_url.rstrip("/") + "/" + page.url
+    return page.url or "./"
+
+
+def bibtex(config, page, bundle, facts: Facts) -> str:
+    key = re.sub(r"[^A-Za-z0-9-]", "-", f"{bundle.name}-study")
+    commit = facts.commit or "unknown"
+    state = ", with uncommitted changes" if facts.dirty else ""
+    fields = [
+        ("title", page.meta.get("title", bundle.name)),
+        ("howpublished", f"{config.title}, {_page_address(config, page)}"),
+    ]
+    if facts.date:
+        fields.append(("year", facts.date[:4]))
+    fields.append(("note", f"Reproducibility bundle {bundle.name}.zip, sha256 {bundle.sha256}; "
+                           f"site built from commit {commit}{state}"))
+    width = max(len(name) for name, _ in fields)
+    body = ",\n".join(f"  {name.ljust(width)} = {{{_bib(str(value))}}}" for name, value in fields)
+    return f"@misc{{{key},\n{body}\n}}\n"
+
+
+def citation_cff(config, page, bundle, facts: Facts) -> str:
+    message = "If you use this study's data, cite it as below; the identifier is the sha256 of its bundle."
+    if facts.dirty:
+        message += " This site was built from a checkout with uncommitted changes: the commit alone does not give it."
+    data = {
+        "cff-version": "1.2.0",
+        "message": message,
+        "type": "dataset",
+        "title": page.meta.get("title", bundle.name),
+        "authors": [{"name": config.title}],
+        "abstract": page.meta.get("summary", ""),
+    }
+    if facts.commit:
+        data["version"] = facts.commit[:12]
+        data["commit"] = facts.commit
+    if facts.date:
+        data["date-released"] = facts.date
+    data["identifiers"] = [{"type": "other", "value": f"sha256:{bundle.sha256}",
+                            "description": f"sha256 of {bundle.name}.zip, the study's reproducibility bundle"}]
+    if config.base_url:
+        data["url"] = _page_address(config, page)
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def cite_context(config, page, bundle, facts: Facts) -> tuple[dict, dict]:
+    cff_path = f"{page.url}CITATION.cff"
+    context = {"bibtex": bibtex(config, page, bundle, facts), "cff_href": "CITATION.cff",
+               "sha256": bundle.sha256, "commit": facts.commit or "", "dirty": facts.dirty,
+               "name": bundle.name}
+    return context, {cff_path: citation_cff(config, page, bundle, facts).encode("utf-8")}

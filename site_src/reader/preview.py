@@ -1,0 +1,65 @@
+"""OpenGraph metadata for a page, and for a page with a chart a preview PNG of its first (main)
+figure, rendered at build time by vl-convert from the same compiled Vega spec the page carries.
+
+The PNG is cached under .cache/og/ by the hash of that spec and the vl-convert version, so a
+rebuild that changes no figure renders none.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+from site_src.files import write_atomic
+
+_SPEC = re.compile(r'<script type="application/json" class="fig-spec">(.*?)</script>', re.S)
+SCALE = 2  # a preview is shown large by link unfurlers; twice the figure's CSS size stays sharp
+PIPELINE = "og-1"
+
+
+def main_figure_spec(body_html: str, theme: str = "light") -> dict | None:
+    """The light Vega spec of the first figure with a chart, data put back in place; None if none."""
+    match = _SPEC.search(body_html)
+    if not match:
+        return None
+    payload = json.loads(match.group(1).replace("<\\/", "</"))
+    specs = payload.get("specs") or {}
+    spec = specs.get(theme) or next(iter(specs.values()), None)
+    if spec is None:
+        return None
+    spec = json.loads(json.dumps(spec))
+    for entry in spec.get("data", []):
+        if entry.pop("_shared", False):
+            entry["values"] = payload["data"][entry["name"]]
+    return spec
+
+
+def render_png(spec: dict, cache_dir: Path) -> bytes:
+    import vl_convert  # only a page with a figure needs it
+
+    text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    key = hashlib.sha256(f"{vl_convert.__version__}|{PIPELINE}|{SCALE}|{text}".encode()).hexdigest()
+    path = Path(cache_dir) / f"{key}.png"
+    if path.is_file():
+        return path.read_bytes()
+    data = vl_convert.vega_to_png(spec, scale=SCALE, allowed_base_urls=[])
+    write_atomic(path, data)
+    return data
+
+
+def og_context(root: Path, config, page, body_html: str, prefix: str) -> tuple[dict, dict]:
+    title = page.meta.get("title", "")
+    og = {"title": title, "description": page.meta.get("summary", ""), "site_name": config.title,
+          "type": "article" if page.url else "website", "url": "", "image": "", "image_alt": ""}
+    if config.base_url:
+        og["url"] = config.base_url.rstrip("/") + "/" + page.url
+    files = {}
+    spec = main_figure_spec(body_html)
+    if spec is not None:
+        png = render_png(spec, Path(root) / ".cache" / "og")
+        name = f"assets/og/{(page.url.strip('/') or 'home').replace('/', '-')}-{hashlib.sha256(png).hexdigest()[:10]}.png"
+        files[name] = png
+        og["image"] = (config.base_url.rstrip("/") + "/" + name) if config.base_url else prefix + name
+        og["image_alt"] = spec.get("description") or f"The main figure of {title}"
+    return og, files

@@ -1,0 +1,204 @@
+"""Reader features of the built site: offline search, the light/dark switch, the print stylesheet,
+permalinks, the favicon, "Cite this study", OpenGraph previews and the footer's commit."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+REPO = Path(__file__).resolve().parents[2]
+STUDY = "studies/organism/"
+BG = "() => getComputedStyle(document.body).backgroundColor"
+
+
+def _html(site_dir: Path, path: str) -> str:
+    return (site_dir / path / "index.html").read_text("utf-8")
+
+
+class _Meta(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.meta, self.links = {}, []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "meta" and a.get("property"):
+            self.meta[a["property"]] = a.get("content")
+        if tag == "link":
+            self.links.append(a)
+
+
+def _head(site_dir, path) -> _Meta:
+    parser = _Meta()
+    parser.feed(_html(site_dir, path))
+    return parser
+
+
+# --- search ---------------------------------------------------------------------------------
+
+def _search(page, query: str) -> list[dict]:
+    box = page.locator("form.search input[type=search]")
+    assert box.is_visible(), "the search box is not shown"
+    box.click()
+    box.fill(query)
+    page.wait_for_function(
+        "() => document.querySelector('.search-results li, .search-results p') !== null"
+        " || (document.querySelector('form.search').getAttribute('data-search-state') || '').startsWith('error')",
+        timeout=20000)
+    state = page.locator("form.search").get_attribute("data-search-state")
+    assert state == "ready", f"search did not start: {state}"
+    return page.eval_on_selector_all(".search-results li", "els => els.map(li => ({href: li.querySelector('a').href,"
+                                     " title: li.querySelector('a').textContent, excerpt: li.textContent}))")
+
+
+def test_search_finds_pages_offline_and_its_results_open(new_page, site_dir):
+    assert (site_dir / "pagefind" / "pagefind.js").is_file(), "the build wrote no search index"
+    for start in ("", STUDY):  # from the home page and from a nested page: links must resolve from both
+        page, visit = new_page.open(start)
+        hits = _search(page, "patching")
+        assert hits, f"/{start}: no result for a word the site uses"
+        assert all(h["href"].startswith(new_page.base_url) for h in hits), hits
+        assert any("patch" in h["excerpt"].lower() for h in hits), hits
+        page.click(".search-results li a >> nth=0")
+        page.wait_for_load_state("load")
+        assert "patching" in page.content().lower(), f"the first result {hits[0]['href']} does not hold the word"
+        none = _search(page, "zzqxjv")
+        assert none == [] and "No page mentions" in page.locator(".search-results").inner_text()
+        assert not visit.external_requests and not visit.failed_requests, (visit.external_requests, visit.failed_requests)
+        assert not visit.console_errors, visit.console_errors
+        page.close()
+
+
+def test_search_index_covers_content_pages_only(site_dir):
+    entry = json.loads((site_dir / "pagefind" / "pagefind-entry.json").read_text())
+    pages = sum(lang["page_count"] for lang in entry["languages"].values())
+    content = [p for p in site_dir.rglob("index.html") if "source" not in p.relative_to(site_dir).parts]
+    assert pages == len(content), f"{pages} pages indexed, {len(content)} content pages built"
+
+
+def test_search_is_not_loaded_before_it_is_used(new_page):
+    page, _ = new_page.open(STUDY)
+    loaded = page.evaluate("performance.getEntriesByType('resource').map(e => e.name)")
+    assert not [u for u in loaded if "/pagefind/" in u], loaded
+    page.close()
+
+
+# --- theme ----------------------------------------------------------------------------------
+
+def test_theme_follows_the_system_and_the_switch_overrides_it(browser, base_url, kit):
+    for scheme, other in (("light", "dark"), ("dark", "light")):
+        recorder = kit.Recorder(browser, base_url, kit.DESKTOP, color_scheme=scheme)
+        try:
+            page, visit = recorder.open(STUDY)
+            button = page.locator("button.theme-toggle")
+            assert button.is_visible()
+            assert page.evaluate("document.documentElement.getAttribute('data-theme')") is None
+            assert button.get_attribute("aria-pressed") == ("true" if scheme == "dark" else "false")
+            system_bg = page.evaluate(BG)
+            svg = page.locator(".fig-static svg").first
+            before = svg.evaluate("s => s.outerHTML.length")
+            button.click()
+            assert page.evaluate("document.documentElement.getAttribute('data-theme')") == other
+            assert button.get_attribute("aria-pressed") == ("true" if other == "dark" else "false")
+            assert page.evaluate(BG) != system_bg, "the page background did not change with the theme"
+            visible = page.locator(".fig-static svg:visible").first
+            assert visible.count() == 1 and visible.evaluate("s => s.outerHTML.length") > 0 and before > 0
+            page.reload(wait_until="load")  # the choice is kept
+            assert page.evaluate("document.documentElement.getAttribute('data-theme')") == other
+            assert page.evaluate(BG) != system_bg
+            assert not visit.console_errors, visit.console_errors
+            page.close()
+        finally:
+            recorder.close()
+
+
+# --- print ----------------------------------------------------------------------------------
+
+def test_print_stylesheet_drops_the_chrome_and_prints_light(browser, base_url, kit):
+    recorder = kit.Recorder(browser, base_url, kit.DESKTOP, color_scheme="dark")
+    try:
+        page, _ = recorder.open(STUDY)
+        screen_bg = page.evaluate(BG)
+        page.emulate_media(media="print")
+        hidden = page.evaluate("""() => ['.site-header nav', '.reader-tools', '.toc', '.fig-controls', '.permalink']
+            .filter(s => document.querySelector(s))
+            .map(s => [s, getComputedStyle(document.querySelector(s)).display])""")
+        assert hidden and all(display == "none" for _, display in hidden), hidden
+        assert page.evaluate(BG) in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)") and screen_bg != "rgb(255, 255, 255)"
+        assert page.evaluate("getComputedStyle(document.body).color") == "rgb(0, 0, 0)"
+        assert page.locator("article h1").is_visible() and page.locator(".provenance").count() == 1
+        shown = page.eval_on_selector_all(".fig-static svg", "els => els.filter(s => s.checkVisibility()).length")
+        figures = page.locator(".fig-static").count()
+        assert figures and shown == figures, f"{shown} drawings visible in print for {figures} figures"
+        pdf = page.pdf()
+        assert pdf.startswith(b"%PDF") and len(pdf) > 10_000
+        page.close()
+    finally:
+        recorder.close()
+
+
+# --- static features ------------------------------------------------------------------------
+
+def test_favicon_is_linked_and_served(site_dir, new_page):
+    for path in ("", STUDY):
+        icons = [link for link in _head(site_dir, path).links if link.get("rel") == "icon"]
+        assert icons, f"/{path}: no <link rel=icon>"
+        target = site_dir / path / icons[0]["href"]
+        assert target.resolve().is_file(), target
+    page, visit = new_page.open("")
+    page.wait_for_timeout(300)
+    assert not [u for u in visit.failed_requests if "favicon" in u], visit.failed_requests
+    page.close()
+
+
+def test_headings_and_figures_have_permalinks(site_dir):
+    html = _html(site_dir, STUDY)
+    headings = re.findall(r'<h([23]) id="([^"]+)">.*?</h\1>', html, re.S)
+    assert headings
+    for level, anchor in headings:
+        block = re.search(rf'<h{level} id="{re.escape(anchor)}">(.*?)</h{level}>', html, re.S).group(1)
+        if "cite" in anchor or anchor.startswith(("bundle-", "provenance")):
+            continue  # sections of the page template, not of the author's text
+        assert f'class="permalink" href="#{anchor}"' in block, f"heading #{anchor} has no permalink"
+    figures = re.findall(r'<figure class="fig" id="(fig-[^"]+)">', html)
+    assert figures
+    for fig in figures:
+        assert f'<a class="permalink" href="#{fig}" aria-label="Permalink to Fig.' in html, fig
+
+
+def test_cite_block_and_citation_file_name_the_bundle_and_commit(site_dir):
+    html = _html(site_dir, STUDY)
+    sums = dict(line.split()[::-1] for line in (site_dir / "SHA256SUMS").read_text().splitlines())
+    sha = sums["bundles/organism.zip"]
+    assert 'id="cite-title">Cite this study<' in html
+    bibtex = re.search(r'<pre class="cite-bibtex"[^>]*><code>(.*?)</code></pre>', html, re.S).group(1)
+    assert bibtex.startswith("@misc{organism-study,") and f"sha256 {sha}" in bibtex
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert f"commit {head}" in bibtex
+    import yaml
+    cff = yaml.safe_load((site_dir / STUDY / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["commit"] == head and cff["authors"]
+    assert {"type": "other", "value": f"sha256:{sha}"}.items() <= cff["identifiers"][0].items()
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", cff["date-released"])
+
+
+def test_opengraph_preview_is_the_main_figure_as_png(site_dir):
+    meta = _head(site_dir, STUDY).meta
+    assert meta["og:title"] and meta["og:description"] and meta["og:type"] == "article"
+    image = urlsplit(urljoin("http://site/" + STUDY, meta["og:image"])).path.lstrip("/")
+    data = (site_dir / image).read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert width >= 400 and height >= 200, (width, height)
+    assert meta["og:image:alt"]
+    assert "og:title" in _head(site_dir, "").meta  # every page has the card, with or without a figure
+
+
+def test_footer_names_the_commit(site_dir):
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    for path in ("", STUDY):
+        footer = _html(site_dir, path).split('<footer class="site-footer">')[1]
+        assert f"Built from commit {head[:12]}" in footer and head in footer, footer[:400]
