@@ -5,7 +5,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from site_src.files import git_state
+from safe_io import git_state
 
 
 @dataclass(frozen=True)

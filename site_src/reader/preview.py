@@ -11,7 +11,7 @@ import json
 import re
 from pathlib import Path
 
-from site_src.files import write_atomic
+from safe_io import write_atomic
 
 _SPEC = re.compile(r'<script type="application/json" class="fig-spec">(.*?)</script>', re.S)
 SCALE = 2  # a preview is shown large by link unfurlers; twice the figure's CSS size stays sharp
