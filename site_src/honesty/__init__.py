@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import BuildError
 from ..resolve import Resolver
-from . import registrations, reproductions, rungs
+from . import errata, registrations, reproductions, rungs
 
 
 @dataclass
@@ -27,6 +27,7 @@ class StudyHonesty:
     reproductions: list = field(default_factory=list)       # reproductions.Reproduction
     reproduction_line: str = "No independent reproduction recorded"
     registrations: list = field(default_factory=list)       # registrations.Verified of this study
+    corrections: list = field(default_factory=list)         # dicts for partials/corrections.html
     bundle_sha256: str = ""
 
 
@@ -40,6 +41,8 @@ class Honesty:
         self._registrations: list | None = None
         self._machines: set | None = None
         self.studies: dict[str, StudyHonesty] = {}
+        self._corrections: dict[str, list] = {}     # study -> errata.Correction
+        self._shown: dict[str, list] = {}           # page rel -> corrections rendered for its page
 
     @property
     def used(self) -> dict[str, bool]:
@@ -74,13 +77,61 @@ class Honesty:
         info = StudyHonesty(
             study=name, reproductions=found, reproduction_line=reproductions.reproduction_line(found),
             registrations=[v for v in self.registrations if v.registration.study == name],
-            bundle_sha256=getattr(bundle, "sha256", ""))
+            corrections=self._shown.get(page.rel, []), bundle_sha256=getattr(bundle, "sha256", ""))
         self.studies[name] = info
         return info
 
+    def corrections(self, study: str) -> list:
+        if study not in self._corrections:
+            try:
+                self._corrections[study] = errata.load(self.root, study, self.resolver, self.refusal)
+            except BuildError as exc:
+                self.errors.add(exc)
+                self._corrections[study] = []
+        return self._corrections[study]
+
     def check_page(self, page, md, env, rendered) -> None:
-        """Trust rungs and claim kinds of a rendered page and its figures (rungs.py)."""
+        """Trust rungs and claim kinds of a rendered page and its figures (rungs.py), and its errata."""
         rungs.check_page(page, md, env, rendered, self, self.errors)
+        self._errata(page, rendered)
+
+    def _errata(self, page, rendered) -> None:
+        """Refuse a corrected value quoted bare; give a study page its corrections, with receipts."""
+        from ..receipt_html import receipt_html
+        studies = {m.group(1) for r, _t, _i in rendered.values for m in [rungs.BUNDLE_PATH.match(r.source)] if m}
+        bundle = page.meta.get("bundle")
+        if isinstance(bundle, str):
+            studies.add(bundle)
+        for study in sorted(studies):
+            found = self.corrections(study) if (self.root / "bundles" / study).is_dir() else []
+            for resolved, _text, _rid in rendered.values:
+                item = errata.corrected_key(resolved.source, resolved.expression or "", found)
+                if item is not None:
+                    line = next((n for n, t in enumerate(page.body.split("\n"), 1) if item.key_path in t), 1)
+                    self.errors.add(BuildError(
+                        f"quotes {item.key_path} of bundles/{study}/golden.json bare, but it was corrected "
+                        f"({item.rel}:{item.lines['corrects']}): show both values from the note, the published one "
+                        f"struck through: ~~{{{{ {item.ref('published')} }}}}~~ {{{{ {item.ref('corrected')} }}}}",
+                        page.where(line)))
+            if study != bundle:
+                continue
+            prefix = "../" * page.depth
+            shown = []
+            for item in found:
+                cells = {}
+                for field in ("published", "corrected"):
+                    try:
+                        resolved = self.resolver.resolve(item.ref(field))
+                    except Exception as exc:  # the note was checked on load; a failure here is a bug
+                        self.errors.add(BuildError(f"cannot cite {item.ref(field)}: {exc}", page.where(1)))
+                        continue
+                    rid = f"ref-{len(rendered.values) + 1}"
+                    rendered.values.append((resolved, resolved.display, rid))
+                    cells[field] = receipt_html(resolved, resolved.display, rid, prefix)
+                if len(cells) == 2:
+                    shown.append({"item": item, **cells,
+                                  "note_href": f"{prefix}source/{item.rel}.html#L{item.lines['corrects']}"})
+            self._shown[page.rel] = shown
 
     def pages(self, render) -> dict[str, bytes]:
         from .site_pages import registration_pages

@@ -1,0 +1,133 @@
+"""Errata: the organism's correction, recomputed from its rows, and every bad correction note."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bundle_kit import rankstats
+from site_src.errors import BuildError
+from site_src.honesty import errata
+
+from .conftest import REPO, STUDY_FRONT, build_site, make_study_site
+
+ORGANISM = REPO / "bundles" / "organism"
+
+
+def _key_recovery(absolute: bool) -> tuple[float, float]:
+    """(attribution AUC, mean patching AUC minus it) over mlp and head components, mean patching
+    join, averaged over dimensions: measure/summary.py's point estimate, by rankstats alone."""
+    def rows(*names):
+        return [r for n in names for r in rankstats.read_jsonl(ORGANISM / n) if r["kind"] in ("mlp", "head")]
+    joined = rankstats.join_rows(rows("attribution_per_pair.jsonl", "heads_attribution_per_pair.jsonl"),
+                                 rows("patching_per_pair.jsonl", "heads_patching_per_pair.jsonl"), "mean")
+    key = {d: set(v["components"]) for d, v in json.loads((ORGANISM / "key.json").read_text())["dimensions"].items()}
+    attribution, patching = [], []
+    for dimension, comps in rankstats.component_scores(joined).items():
+        names = list(comps)
+        member = [c in key[dimension] for c in names]
+        attribution.append(rankstats.roc_auc([abs(comps[c][0]) if absolute else comps[c][0] for c in names], member))
+        patching.append(rankstats.roc_auc([comps[c][1] for c in names], member))
+    a = rankstats.mean(attribution)
+    return a, rankstats.mean(patching) - a
+
+
+def _organism_corrections() -> dict:
+    text = (ORGANISM / "CORRECTIONS.md").read_text()
+    return {c.key_path: c for c in errata.parse(text, "bundles/organism/CORRECTIONS.md", "organism")}
+
+
+def test_published_values_are_the_signed_score():
+    golden = json.loads((ORGANISM / "golden.json").read_text())["key_recovery"]["overall"]
+    signed_auc, signed_gap = _key_recovery(absolute=False)
+    assert round(signed_auc, 6) == golden["attribution_auc"]
+    assert round(signed_gap, 6) == golden["gap_patching_minus_attribution"]
+    notes = _organism_corrections()
+    assert notes["key_recovery/overall/attribution_auc"].published == golden["attribution_auc"]
+    assert notes["key_recovery/overall/gap_patching_minus_attribution"].published == golden["gap_patching_minus_attribution"]
+
+
+def test_corrected_values_are_the_auc_of_the_absolute_score():
+    auc, gap = _key_recovery(absolute=True)
+    notes = _organism_corrections()
+    assert notes["key_recovery/overall/attribution_auc"].corrected == round(auc, 6)
+    assert notes["key_recovery/overall/gap_patching_minus_attribution"].corrected == round(gap, 6)
+
+
+GOOD = """# Notes
+
+- corrects: golden.json#mean_rho
+- published: {published}
+- corrected: 0.5
+- date: 2026-12-01
+- reason: A reason.
+"""
+
+
+@pytest.mark.parametrize("text, line, message", [
+    (GOOD.replace("- date: 2026-12-01\n", ""), 3, "correction lacks date"),
+    (GOOD.replace("2026-12-01", "1 December"), 6, "date must be YYYY-MM-DD"),
+    (GOOD.replace("- corrected: 0.5", "- corrected: 0.5 or 0.6"), 5, "corrected must hold exactly one number"),
+    (GOOD.replace("- reason:", "- why:"), 7, "unknown field 'why'"),
+    (GOOD.replace("golden.json#mean_rho", "README.md#x"), 3, "corrects must name a value of golden.json"),
+    ("- published: 0.5\n" + GOOD, 1, "a correction starts with its '- corrects:' line"),
+    (GOOD.replace("- reason: A reason.", "- reason: A reason.\n- reason: Another."), 8, "reason given twice"),
+    (GOOD.replace("- corrected:", "-corrected:").replace("- date", "- Date"), 6, "a correction line reads"),
+])
+def test_malformed_note_names_its_line(text, line, message):
+    with pytest.raises(BuildError) as caught:
+        errata.parse(text.format(published="0.1"), "bundles/tiny/CORRECTIONS.md", "tiny")
+    assert caught.value.where == f"bundles/tiny/CORRECTIONS.md:{line}"
+    assert message in caught.value.message
+
+
+def _tiny_mean_rho() -> float:
+    return json.loads((REPO / "tests/bundles/fixtures/tiny/golden.json").read_text())["mean_rho"]
+
+
+def _site_with_note(tmp_path, note: str, body: str):
+    root = make_study_site(tmp_path, STUDY_FRONT, body)
+    (root / "bundles/tiny/CORRECTIONS.md").write_text(note)
+    return build_site(root)
+
+
+def test_page_shows_both_values_each_with_its_receipt(tmp_path):
+    note = GOOD.format(published=_tiny_mean_rho())
+    body = "## Result\n\nThe mean rho was ~~{{ CORRECTIONS.md:4 }}~~ and is {{ CORRECTIONS.md:5 }}.\n"
+    result, errors = _site_with_note(tmp_path, note, body)
+    assert errors == []
+    html = result.files["studies/tiny/index.html"].decode()
+    assert '<s><span class="ref"><a class="ref-value" href="../../source/bundles/tiny/CORRECTIONS.md.html#L4"' in html
+    assert 'data-source="bundles/tiny/CORRECTIONS.md:5">0.5</a>' in html
+    table = html[html.index('id="corrections"'):]
+    assert "<del><span class=\"ref\">" in table and 'data-source="bundles/tiny/CORRECTIONS.md:4"' in table
+    assert '<a href="#corrections">1 published value corrected</a>' in html
+
+
+def test_corrected_value_quoted_bare_is_refused(tmp_path):
+    note = GOOD.format(published=_tiny_mean_rho())
+    _result, errors = _site_with_note(tmp_path, note, "## Result\n\nThe mean rho is {{ golden.json#mean_rho }}.\n")
+    assert errors == ["content/studies/tiny.md:13: quotes mean_rho of bundles/tiny/golden.json bare, but it was corrected "
+                      "(bundles/tiny/CORRECTIONS.md:3): show both values from the note, the published one struck through: "
+                      "~~{{ bundles/tiny/CORRECTIONS.md:4 }}~~ {{ bundles/tiny/CORRECTIONS.md:5 }}"]
+
+
+def test_erratum_line_out_of_range(tmp_path):
+    note = GOOD.format(published=_tiny_mean_rho())
+    _result, errors = _site_with_note(tmp_path, note, "## Result\n\nCorrected: {{ CORRECTIONS.md:40 }}.\n")
+    assert len(errors) == 1 and errors[0].startswith("content/studies/tiny.md:13: {{ CORRECTIONS.md:40 }}: ")
+    assert "bundles/tiny/CORRECTIONS.md" in errors[0]
+
+
+def test_published_value_other_than_the_bundle_holds(tmp_path):
+    _result, errors = _site_with_note(tmp_path, GOOD.format(published="0.123"), "## Result\n\nText.\n")
+    assert errors == [f"bundles/tiny/CORRECTIONS.md:4: published is 0.123, but bundles/tiny/golden.json:19 holds "
+                      f"{_tiny_mean_rho()!r}: the published value is the one the bundle still holds"]
+
+
+def test_correction_of_a_value_that_does_not_exist(tmp_path):
+    note = GOOD.format(published="0.1").replace("golden.json#mean_rho", "golden.json#mean_rho_typo")
+    _result, errors = _site_with_note(tmp_path, note, "## Result\n\nText.\n")
+    assert len(errors) == 1 and errors[0].startswith(
+        "bundles/tiny/CORRECTIONS.md:3: corrects 'mean_rho_typo', which does not resolve")
