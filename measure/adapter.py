@@ -86,7 +86,8 @@ class Adapter:
         self.final_norm = family.final_norm
         self.dtype = self.w_r.dtype
         self.device = self.w_r.device
-        self.gain = self._checked_gain()                                   # (d,)
+        # (d,) the final norm's gain, for attribution; a family without a final norm has none
+        self.gain = self._checked_gain() if family.final_norm is not None else None
 
     # ----- the component list --------------------------------------------------------------
     def components(self, heads: bool = True) -> list[str]:
@@ -151,24 +152,24 @@ class Adapter:
         return Batch(ids.to(self.device), idx.to(self.device), lengths)
 
     # ----- the layer-by-layer forward -------------------------------------------------------
-    def context(self, width: int):
-        return self.family.context(width)
+    def context(self, width: int, lengths: list[int] | None = None):
+        return self.family.context(width, lengths)
 
     @torch.no_grad()
     def clean_run(self, batch: Batch) -> ActivationCache:
         family = self.family
-        ctx = family.context(batch.ids.shape[1])
+        ctx = family.context(batch.ids.shape[1], batch.lengths)
         resid = family.embed(batch.ids)
         run = ActivationCache(self, batch, embed=resid)
         for i in range(self.n_layers):
             run.resid_pre.append(resid)
             attn, heads = family.attn(i, resid, ctx)
-            resid = family.join(i, resid, attn)
+            resid = family.join(i, "attn", resid, attn)
             run.attn.append(attn)
             run.heads.append(heads)
             run.resid_mid.append(resid)
             mlp = family.mlp(i, resid)
-            resid = family.join(i, resid, mlp)
+            resid = family.join(i, "mlp", resid, mlp)
             run.mlp.append(mlp)
             run.resid_post.append(resid)
         run.reward = self.reward_at(resid, batch.score_idx)
@@ -186,11 +187,11 @@ class Adapter:
         family = self.family
         start = layer + 1
         if after == "attn":
-            resid = family.join(layer, resid, family.mlp(layer, resid))
+            resid = family.join(layer, "mlp", resid, family.mlp(layer, resid))
             count_layer_evals(counter, resid.shape[0], 0.5)
         for i in range(start, self.n_layers):
-            resid = family.join(i, resid, family.attn(i, resid, ctx)[0])
-            resid = family.join(i, resid, family.mlp(i, resid))
+            resid = family.join(i, "attn", resid, family.attn(i, resid, ctx)[0])
+            resid = family.join(i, "mlp", resid, family.mlp(i, resid))
             count_layer_evals(counter, resid.shape[0], 1.0)
         return resid
 

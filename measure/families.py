@@ -18,9 +18,16 @@ The interface (every family implements all of it):
                                          sublayer is LayerNorm(x + f(x)), see `join`
     base, layers, n_layers, n_heads, head_dim, d_model
     embed(ids: Long[B, T]) -> [B, T, d]                  the stream entering layer 0
-    context(width: int) -> ctx                           what every layer needs besides the
-                                                         stream (positions, masks); must work
-                                                         for any number of rows B
+    context(width: int, lengths: list[int] | None) -> ctx
+                                                         what every layer needs besides the
+                                                         stream (positions, masks). `lengths`
+                                                         are the rows' real lengths (decoders,
+                                                         right-padded and causal, ignore them;
+                                                         a bidirectional encoder masks the
+                                                         padding). The stream a layer gets may
+                                                         be the batch's rows repeated n times
+                                                         (the sweep stacks patched variants),
+                                                         so a per-row mask is tiled to match
     attn(i, resid: [B, T, d], ctx) -> ([B, T, d], [B, T, H*k])
                                                          layer i's attention output (what joins
                                                          the stream) and its heads' o_proj input
@@ -28,15 +35,20 @@ The interface (every family implements all of it):
     head_writes(i, heads: [..., H*k]) -> [..., H, d]     each head's part of the attention
                                                          output; they sum to it over H
     mlp(i, resid_mid: [B, T, d]) -> [B, T, d]            layer i's MLP output
-    join(i, resid: [B, T, d], out: [B, T, d]) -> [B, T, d]
-                                                         the stream after a sublayer's output
-                                                         joins it (pre-norm: resid + out)
+    join(i, side, resid: [B, T, d], out: [B, T, d]) -> [B, T, d]
+                                                         the stream after sublayer `side`
+                                                         ("attn" or "mlp") of layer i adds its
+                                                         output (pre-norm: resid + out; BERT:
+                                                         that side's LayerNorm(resid + out))
     hook_points(i) -> HookPoints                         the modules whose output is layer i's
                                                          attention / MLP output, and the module
                                                          whose input is its heads (for the naive
                                                          hooks loop, which runs the model's own
                                                          forward pass)
-    final_norm: module; norm_gain() -> [d]; norm_eps     the final norm, g * x / rms(x)
+    final_norm: module | None; norm_gain() -> [d]; norm_eps
+                                                         the final norm, g * x / rms(x), which
+                                                         attribution linearises (None for a
+                                                         post-norm encoder, which has none)
     score: module ([..., d] -> [..., n_labels])          the score head
     score_position(lengths: list[int]) -> list[int]      the scoring token of each sequence
 
@@ -77,17 +89,17 @@ class Family(Protocol):
     n_heads: int
     head_dim: int
     d_model: int
-    final_norm: torch.nn.Module
+    final_norm: torch.nn.Module | None
     norm_eps: float
     score: torch.nn.Module
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor: ...
-    def context(self, width: int): ...
+    def context(self, width: int, lengths: list[int] | None = None): ...
     def attn(self, i: int, resid: torch.Tensor, ctx) -> tuple[torch.Tensor, torch.Tensor]: ...
     def attn_from_heads(self, i: int, heads: torch.Tensor) -> torch.Tensor: ...
     def head_writes(self, i: int, heads: torch.Tensor) -> torch.Tensor: ...
     def mlp(self, i: int, resid_mid: torch.Tensor) -> torch.Tensor: ...
-    def join(self, i: int, resid: torch.Tensor, out: torch.Tensor) -> torch.Tensor: ...
+    def join(self, i: int, side: str, resid: torch.Tensor, out: torch.Tensor) -> torch.Tensor: ...
     def hook_points(self, i: int) -> HookPoints: ...
     def norm_gain(self) -> torch.Tensor: ...
     def score_position(self, lengths: list[int]) -> list[int]: ...
@@ -121,15 +133,16 @@ class DecoderFamily:
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         return self.base.embed_tokens(ids)
 
-    def join(self, i: int, resid: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    def join(self, i: int, side: str, resid: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         return resid + out
 
     def score_position(self, lengths: list[int]) -> list[int]:
         return [n - 1 for n in lengths]
 
-    def context(self, width: int):
+    def context(self, width: int, lengths: list[int] | None = None):
         """Rotary embeddings and one additive causal mask (1, 1, T, T) per layer, sliding
-        windows honoured; both broadcast over rows."""
+        windows honoured; both broadcast over rows. Right padding sits after every real token,
+        so causal attention never lets it reach one and `lengths` are not needed."""
         param = self.score.weight
         device, dtype = param.device, param.dtype
         positions = torch.arange(width, device=device).unsqueeze(0)

@@ -137,7 +137,7 @@ def patch_sweep(adapter: Adapter, batch: Batch, run: ActivationCache, stats: Act
     Resumes every patched run from the cached input of the patched layer, and batches the
     variants that resume from the same point (all of one layer's attention-side patches, all of
     its MLP patches) into one pass, in chunks of at most `max_rows` sequences."""
-    ctx = adapter.context(batch.ids.shape[1])
+    ctx = adapter.context(batch.ids.shape[1], batch.lengths)
     B = batch.ids.shape[0]
     groups: dict[tuple[int, str], list[tuple[str, str]]] = {}
     for name in components:
@@ -173,17 +173,17 @@ def _patched_stream(adapter, batch, run, stats, name, mode, folds=None):
         mean = stats.mean[name] if stats else None
         patched = replacement(batch, run.mlp[i], mode, mean)
         off = _offdist(batch, patched, name, stats, None, folds)
-        return adapter.family.join(i, run.resid_mid[i], patched), off
+        return adapter.family.join(i, "mlp", run.resid_mid[i], patched), off
     if kind == "attn":
         mean = stats.mean[name] if stats else None
         patched = replacement(batch, run.attn[i], mode, mean)
         off = _offdist(batch, patched, name, stats, None, folds)
-        return adapter.family.join(i, run.resid_pre[i], patched), off
+        return adapter.family.join(i, "attn", run.resid_pre[i], patched), off
     sl = head_slice(head, adapter.head_dim)
     mean = stats.mean[name] if stats else None
     heads = replacement(batch, run.heads[i], mode, mean, sl)
     off = _offdist(batch, heads, name, stats, sl, folds)
-    return adapter.family.join(i, run.resid_pre[i], adapter.family.attn_from_heads(i, heads)), off
+    return adapter.family.join(i, "attn", run.resid_pre[i], adapter.family.attn_from_heads(i, heads)), off
 
 
 # ----- the naive reference: one full forward pass per patched variant, via hooks ----------

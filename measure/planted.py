@@ -442,7 +442,7 @@ def _forward(adapter, batch, source, patched: set[str]):
     import torch
 
     family = adapter.family
-    ctx = family.context(batch.ids.shape[1])
+    ctx = family.context(batch.ids.shape[1], batch.lengths)
     with torch.no_grad():
         resid = family.embed(batch.ids)
         for i in range(adapter.n_layers):
@@ -454,9 +454,9 @@ def _forward(adapter, batch, source, patched: set[str]):
                     sl = slice(h * adapter.head_dim, (h + 1) * adapter.head_dim)
                     heads[..., sl] = source.heads[i][..., sl]
                 attn = family.attn_from_heads(i, heads)
-            resid = family.join(i, resid, attn)
+            resid = family.join(i, "attn", resid, attn)
             mlp = source.mlp[i] if f"mlp_L{i}" in patched else family.mlp(i, resid)
-            resid = family.join(i, resid, mlp)
+            resid = family.join(i, "mlp", resid, mlp)
         return adapter.reward_at(resid, batch.score_idx)
 
 
