@@ -16,6 +16,14 @@ from .jsonio import fixed
 PLACES = contract.JSONL_PLACES
 
 
+def _row(fields: tuple[str, ...], head: dict, **values) -> dict:
+    """A row with exactly the contract's fields, in the contract's order."""
+    merged = {**head, **values}
+    if set(merged) != set(fields):
+        raise MeasureError(f"a row's fields {sorted(merged)} are not the contract's {list(fields)}")
+    return {name: merged[name] for name in fields}
+
+
 def _moves(effect: float, clean: float):
     if clean == 0:
         return 0.0 if effect == 0 else None
@@ -39,13 +47,12 @@ def shard_rows(adapter: Adapter, pairs: list[dict], seqs: list[list[int]], stats
     out = {"attribution": [], "attribution_heads": [], "patching": [], "patching_heads": [],
            "lens": []}
     for p, pair in enumerate(pairs):
-        head = {"model": adapter.model_id, "dimension": pair["dimension"],
-                "pair_id": pair["pair_id"], "seed_id": pair["seed_id"]}
+        head = {"model": adapter.model_id, **{name: pair[name] for name in contract.ROW_HEAD[1:]}}
         margin = float(margins[p])
         for name in adapter.components() + ["bias"]:
             kind, layer, _ = parse_component(name)
             chosen, rejected = float(attr[name][2 * p]), float(attr[name][2 * p + 1])
-            row = dict(head, component=name, kind=kind, layer=layer,
+            row = _row(contract.ATTRIBUTION_ROW, head, component=name, kind=kind, layer=layer,
                        attribution=chosen - rejected, attr_chosen=chosen, attr_rejected=rejected,
                        margin=margin)
             out["attribution_heads" if kind == "head" else "attribution"].append(row)
@@ -57,13 +64,13 @@ def shard_rows(adapter: Adapter, pairs: list[dict], seqs: list[list[int]], stats
                 check_finite(value[p:p + 1], f"pair {pair['pair_id']}, {name} patched ({mode})")
                 effect = patched_margin - margin
                 z = None if math.isnan(float(off[p])) else round(float(off[p]), PLACES)
-                row = dict(head, component=name, kind=kind, layer=layer, mode=mode,
+                row = _row(contract.PATCHING_ROW, head, component=name, kind=kind, layer=layer, mode=mode,
                            clean_margin=margin, patched_margin=patched_margin, effect=effect,
                            moves_pct=_moves(effect, margin), offdist_z=z,
                            offdist_flag=None if z is None else z > offdist.THRESHOLD)
                 out["patching_heads" if kind == "head" else "patching"].append(row)
         for i in range(adapter.n_layers):
-            out["lens"].append(dict(head, layer=i, depth=(i + 1) / adapter.n_layers,
+            out["lens"].append(_row(contract.LENS_ROW, head, layer=i, depth=(i + 1) / adapter.n_layers,
                                     running_margin=float(running[i, 2 * p] - running[i, 2 * p + 1])))
     return {k: fixed(v, PLACES) for k, v in out.items()}
 
