@@ -64,9 +64,9 @@ def write_bundle(plan: Plan, counts: dict[str, int], hooks: Hooks | None = None)
     put(contract.PAIRS, plan.pairs_text)
     written = {name: read_jsonl(staging / filename) for name, filename in FILES.items()}
     extra = {"attribution_sum_gap": attribution_gap(written["attribution"])}
-    if plan.source.training is not None:
-        training = json.loads(plan.source.training.read_text(encoding="utf-8"))
-        extra["organism_heldout_accuracy"] = training["heldout_accuracy"]
+    heldout = plan.source.heldout_accuracy()
+    if heldout is not None:
+        extra["organism_heldout_accuracy"] = heldout
     if plan.key is not None:
         put(contract.KEY, json_text(plan.key))
     summary = golden(config.study, adapter.model_id, plan.identity, written, plan.key,

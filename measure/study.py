@@ -52,13 +52,24 @@ STATS_LAYOUT = "per-component statistics (head_L{i}_H{j})"  # in the fingerprint
 class ModelSource:
     """What a model folder may ship beside its weights, used by default when present: the study's
     pairs (`pairs.jsonl`), an answer key (`key.json`) and a training report whose
-    `heldout_accuracy` the summary records (`training.json`). The organism ships all three."""
+    `heldout_accuracy`, if it has one, the summary records (`training.json`). The organism
+    ships all three."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self.pairs = self._file(contract.PAIRS)
         self.key = self._file(contract.KEY)
         self.training = self._file("training.json")
+
+    def heldout_accuracy(self) -> dict | None:
+        """`training.json`'s `heldout_accuracy` ({dimension: accuracy}), if it records one."""
+        if self.training is None:
+            return None
+        try:
+            report = json.loads(self.training.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise MeasureError(f"{self.training}: cannot read the training report ({exc})") from None
+        return report.get("heldout_accuracy") if isinstance(report, dict) else None
 
     def _file(self, name: str) -> Path | None:
         path = self.folder / name

@@ -223,3 +223,14 @@ def test_a_rerun_without_a_key_leaves_no_stale_key_behind(tiny_dir, tiny_pairs, 
     assert (out / "key.json").exists()
     _run(tiny_dir, tiny_pairs, None, out, tmp_path / "runs", max_pairs=1)
     assert not (out / "key.json").exists()
+
+
+def test_a_model_folder_ships_its_defaults(tmp_path):
+    from measure.study import ModelSource
+    (tmp_path / "training.json").write_text('{"heldout_mean": 0.9}')  # a report without heldout_accuracy
+    source = ModelSource(tmp_path)
+    assert (source.pairs, source.key, source.heldout_accuracy()) == (None, None, None)
+    (tmp_path / "key.json").write_text("{}")
+    (tmp_path / "training.json").write_text('{"heldout_accuracy": {"topic": 0.9}}')
+    source = ModelSource(tmp_path)
+    assert source.key == tmp_path / "key.json" and source.heldout_accuracy() == {"topic": 0.9}
