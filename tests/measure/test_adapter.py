@@ -115,3 +115,16 @@ def test_a_hub_id_loads_from_an_existing_cache_without_downloading(tmp_path, tin
     assert adapter.n_layers == 2
     with pytest.raises(MeasureError, match="not in the local Hugging Face cache"):
         load("example/other-rm", ORGANISM, cache_dir=tmp_path / "cache")
+
+
+def test_the_cache_names_what_it_holds_like_the_components(adapter, pair_batch):
+    _pairs, _batch, run = pair_batch
+    k = adapter.head_dim
+    assert torch.equal(run["head_L1_H2"], run["heads_L1"][..., 2 * k:3 * k])
+    assert run["heads_L1"] is run.heads[1] and run["attn_L0"] is run.attn[0]
+    assert run["mlp_L1"] is run.mlp[1] and run["embed"] is run.embed
+    for point in ("resid_pre", "resid_mid", "resid_post"):
+        assert run[f"{point}_L1"] is getattr(run, point)[1]
+    for bad in ("z_L0", "attn_L9", "head_L0", "mlp_Lx"):
+        with pytest.raises(MeasureError, match="no cached activation"):
+            run[bad]
