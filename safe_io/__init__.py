@@ -39,17 +39,24 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         raise
 
 
+_ASIDE = "previous"  # the old folder's name while a two-rename swap is under way
+
+
 def _staging_prefix(target: Path) -> str:
     return f".{target.name}.staging-"
 
 
 def staging_dir(target: Path) -> Path:
     """A new empty folder beside `target` (same file system, so it can be renamed into place).
-    Leftovers of earlier killed runs beside `target` are removed first."""
+    What earlier killed runs left beside `target` is cleared first; if one was killed in the
+    middle of a two-rename swap (`target` gone, the old folder set aside), the old folder is put
+    back first. One run at a time may write a given `target`."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    for old in target.parent.glob(_staging_prefix(target) + "*"):
-        shutil.rmtree(old, ignore_errors=True)
+    for leftover in sorted(target.parent.glob(_staging_prefix(target) + "*")):
+        if not target.exists() and (leftover / _ASIDE).is_dir():
+            os.replace(leftover / _ASIDE, target)
+        shutil.rmtree(leftover, ignore_errors=True)
     path = Path(tempfile.mkdtemp(dir=target.parent, prefix=_staging_prefix(target)))
     os.chmod(path, 0o755)  # mkdtemp makes 0700; a bundle is an ordinary readable folder
     return path
@@ -82,7 +89,7 @@ def replace_dir(staged: Path, target: Path) -> None:
     whole old folder or the whole new one, so a kill at any point leaves one of them complete
     in place. Elsewhere the old folder is first renamed aside and the new one renamed in; a kill
     between those two renames leaves the old folder complete beside `target` (under the staging
-    prefix), and the next `replace_dir` or `staging_dir` call puts nothing in its way."""
+    prefix), and the next `staging_dir(target)` puts it back before anything else."""
     staged, target = Path(staged), Path(target)
     if not target.exists():
         os.replace(staged, target)
@@ -91,11 +98,11 @@ def replace_dir(staged: Path, target: Path) -> None:
         shutil.rmtree(staged)  # now the old folder
         return
     aside = Path(tempfile.mkdtemp(dir=target.parent, prefix=_staging_prefix(target)))
-    os.replace(target, aside / "old")
+    os.replace(target, aside / _ASIDE)
     try:
         os.replace(staged, target)
     except BaseException:
-        os.replace(aside / "old", target)
+        os.replace(aside / _ASIDE, target)
         raise
     shutil.rmtree(aside)
 

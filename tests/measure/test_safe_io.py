@@ -45,3 +45,26 @@ def test_a_first_bundle_is_renamed_into_place_and_leftovers_are_cleared(tmp_path
     safe_io.replace_dir(staged, target)
     assert _read(target) == {"a.json": "new"}
     assert oct(target.stat().st_mode & 0o777) == "0o755"
+
+
+def test_a_swap_killed_between_its_two_renames_is_undone_by_the_next_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(safe_io, "_exchange", lambda a, b: False)
+    target = tmp_path / "bundle"
+    _fill(target, {"a.json": "old"})
+    staged = safe_io.staging_dir(target)
+    _fill(staged, {"a.json": "new"})
+    real_replace = safe_io.os.replace
+
+    def killed(src, dst):  # the first rename happens, then the process dies
+        real_replace(src, dst)
+        if str(dst).endswith(safe_io._ASIDE):
+            raise SystemExit("killed")
+    monkeypatch.setattr(safe_io.os, "replace", killed)
+    try:
+        safe_io.replace_dir(staged, target)
+    except SystemExit:
+        pass
+    monkeypatch.setattr(safe_io.os, "replace", real_replace)
+    assert not target.exists()
+    safe_io.staging_dir(target)  # the next run
+    assert _read(target) == {"a.json": "old"}
