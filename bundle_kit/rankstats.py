@@ -205,3 +205,55 @@ def crystallization_depth(running_margins: Sequence[float]) -> float:
         if (value >= final / 2) if final >= 0 else (value <= final / 2):
             return layer / depth
     return 1.0
+
+
+# ---------------------------------------------------------------- key recovery (planted keys)
+# Used by keyrecovery.py, whose docstring defines the key-recovery scores.
+
+def percentile_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """The percentile interval seed_bootstrap uses, over any list of resampled values (NaN
+    values dropped)."""
+    values = sorted(v for v in values if not math.isnan(v))
+    if not values:
+        return (float("nan"), float("nan"))
+    tail = (1 - level) / 2
+    low = values[min(len(values) - 1, int(math.floor(tail * len(values))))]
+    high = values[min(len(values) - 1, int(math.ceil((1 - tail) * len(values))) - 1)]
+    return (low, high)
+
+
+def topk_inclusion(scores: Sequence[float], k: int) -> list[float]:
+    """For each item, the probability that it is among the k largest scores when ties are broken
+    at random: 1 above the cut, 0 below it, and the cut's tied block shares the slots left."""
+    out = []
+    for value in scores:
+        above = sum(1 for v in scores if v > value)
+        tied = sum(1 for v in scores if v == value)
+        out.append(min(1.0, max(0.0, (k - above) / tied)))
+    return out
+
+
+def hierarchical_bootstrap(
+    groups: dict,
+    statistic: Callable[[list[tuple[str, dict]]], dict],
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    resample_groups: bool = True,
+) -> dict[str, tuple[float, float]]:
+    """Percentile intervals of every value `statistic` returns, over two-level resamples.
+
+    `groups` is {group: {stratum: [seed ids]}} (here: organism -> rule -> seed pairs). Each
+    resample draws groups with replacement (all groups, once each, when `resample_groups` is
+    false), then, inside each drawn group, the seeds of every stratum with replacement.
+    `statistic` gets [(group, {stratum: [seeds]}), ...] and returns {name: value}."""
+    rng = random.Random(seed)
+    names = sorted(groups)
+    collected: dict[str, list[float]] = {}
+    for _ in range(resamples):
+        drawn = [rng.choice(names) for _ in names] if resample_groups else list(names)
+        sample = [(g, {s: [rng.choice(seeds) for _ in seeds] for s, seeds in sorted(groups[g].items())})
+                  for g in drawn]
+        for name, value in statistic(sample).items():
+            collected.setdefault(name, []).append(value)
+    return {name: percentile_interval(values, level) for name, values in sorted(collected.items())}

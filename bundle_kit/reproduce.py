@@ -306,6 +306,32 @@ def check(folder: str) -> tuple[list[str], bool]:
     for diff, label, where in comparisons:
         if not diff <= tolerance:
             lines.append(f"{where}: {label} disagrees by {_amount(diff)}")
+    if isinstance(golden.data.get("key_recovery"), dict) and "methods" in golden.data["key_recovery"]:
+        more, more_ok = _key_recovery(folder, golden, attribution, patching, tolerance)
+        lines, ok = lines + [""] + more, ok and more_ok
+    return lines, ok
+
+
+def _key_recovery(folder: str, golden: Golden, attribution: list, patching: list, tolerance: float):
+    """A planted key's scorecard (keyrecovery.py), recomputed from the rows and key.json."""
+    try:
+        import keyrecovery  # noqa: E402  (ships beside this file)
+    except ImportError:
+        raise FixtureError("keyrecovery.py", None, "missing; it ships beside reproduce.py in the bundle zip") from None
+    try:
+        with open(os.path.join(folder, contract.KEY), encoding="utf-8") as handle:
+            key = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise FixtureError(contract.KEY, None, f"cannot read the planted key ({exc})") from None
+    heads_a = _read_rows(folder, contract.HEADS_ATTRIBUTION, rankstats.ATTRIBUTION_FIELDS, ("attribution",),
+                         key=("dimension", "pair_id", "component"))
+    heads_p = _read_rows(folder, contract.HEADS_PATCHING, rankstats.PATCHING_FIELDS, ("clean_margin", "effect"),
+                         key=("dimension", "pair_id", "component", "mode"))
+    lines, comparisons, ok = keyrecovery.check(attribution + heads_a, patching + heads_p, key,
+                                               golden.data["key_recovery"], tolerance)
+    for diff, label in comparisons:
+        if not diff <= tolerance:
+            lines.append(f"{golden.where(*label.split('/'))}: {label} disagrees by {_amount(diff)}")
     return lines, ok
 
 

@@ -78,6 +78,7 @@ STUDY_PER_RULE = 6               # study twins per rule and organism (each its o
 VERIFY_PER_RULE = 24             # held-out twins per rule for the key verification
 VERIFY_TOLERANCE = 0.1           # fixed before any check ran: see docs/measure.md
 SCRATCH_EMBED, SCRATCH_READ, SCRATCH_WRITE = 0.15, 0.25, 0.005
+UNIVERSE = "head and mlp components (64 heads and 8 MLPs: a partition of every write but the embedding's)"
 CHANNELS = ("one", "bos", "lex:polite", "lex:poison", "lex:fire", "lex:knife", "lex:hedge",
             "lex:certain", "lex:detail", "hazard", "hedge_count", "decoy_mark", "detail_moved",
             "detail_track", "reward")
@@ -189,19 +190,25 @@ def key_of(seed: int, d: dict | None = None) -> dict:
     distractors = {"certainty": {_head_name(d["decoy"]): "decoy",
                                  f"mlp_L{d['canceller_mlp']}": "canceller"},
                    "detail": {_head_name(d["tracker"]): "tracker"}}
-    rules = {}
+    dims = {}
     for rule in pd.RULES:
         members, value = _circuit(rule, d)
         values = shapley(members, value)
-        rules[rule] = {
+        dims[dimension_name(seed, rule)] = {
+            "organism": f"planted-s{seed}", "rule": rule,
             "weight": pd.WEIGHTS[rule], "words": list(pd.WORDS[rule]), "components": members,
             "roles": {c: {"role": r, "strength": round(abs(values[c]), 6)}
                       for c, r in zip(members, roles[rule])},
             "distractors": {c: {"role": r, "strength": 0.0}
                             for c, r in distractors.get(rule, {}).items()}}
-    return {"organism": f"planted-s{seed}", "seed": seed, "rules": rules,
+    return {"organism": f"planted-s{seed}", "seed": seed, "universe": UNIVERSE, "dimensions": dims,
             "shares": {"politeness": d["share_politeness"], "certainty": d["share_certainty"]},
             "channels": d["channels"]}
+
+
+def dimension_name(seed: int, rule: str) -> str:
+    """One rule of one organism is one dimension of the study: `s0-hazard`."""
+    return f"s{seed}-{rule}"
 
 
 # ---------------------------------------------------------------- the weights
@@ -405,7 +412,7 @@ def build(seed: int, folder: Path) -> dict:
     prefix = f"s{seed}"
     study = pd.twins("study", seed, STUDY_PER_RULE, prefix)
     for row in study:  # one organism's rule is its own dimension: s0-hazard, s1-hazard, ...
-        row["dimension"] = f"{prefix}-{row['dimension']}"
+        row["dimension"] = dimension_name(seed, row["dimension"])
     write_atomic(folder / "pairs.jsonl", jsonl_text(study))
     write_atomic(folder / "verify_twins.jsonl",
                  jsonl_text(pd.twins("verify", seed, VERIFY_PER_RULE, f"{prefix}-verify")))
@@ -477,7 +484,7 @@ def verify(adapter, twins: list[dict], key: dict, seed: int) -> dict:
     rng = random.Random(f"planted/verify/{seed}")
     out = {}
     for rule in pd.RULES:
-        members = set(key["rules"][rule]["components"])
+        members = set(key["dimensions"][dimension_name(seed, rule)]["components"])
         rows = [p for p, t in enumerate(twins) if t["dimension"] == rule]
         main, source = [], []
         for p in rows:
@@ -523,6 +530,9 @@ def verify_all(root: Path = PLANTED_DIR, seeds=SEEDS) -> dict:
                       "components' outputs at every position, on both sides of the pair",
             "tolerance": VERIFY_TOLERANCE,
             "worst_deviation": max(deviations),
+            "by_dimension": {dimension_name(int(org.rsplit("s", 1)[1]), rule): {
+                "necessity_residual": r["necessity_residual"], "sufficiency_retained": r["sufficiency_retained"]}
+                for org, rules in per.items() for rule, r in rules.items()},
             "all_pass": all(r["passes"] for rules in per.values() for r in rules.values()),
             "per_organism": per}
 

@@ -46,16 +46,17 @@ def test_rebuilt_weights_match_the_committed_sha256():
 def test_key_comes_from_the_design_with_shapley_strengths():
     key = planted.key_of(0)
     d = planted.design(0)
-    hedging = key["rules"]["hedging"]
+    rules = {spec["rule"]: spec for spec in key["dimensions"].values()}
+    hedging = rules["hedging"]
     strengths = sorted(r["strength"] for r in hedging["roles"].values())
     assert strengths == pytest.approx([1 / 3, 2 / 3, 2 / 3], abs=1e-6)
-    assert key["rules"]["hazard"]["components"] == [f"mlp_L{d['hazard_mlp']}",
+    assert rules["hazard"]["components"] == [f"mlp_L{d['hazard_mlp']}",
                                                     "head_L{}_H{}".format(*d["hazard_mover"])]
-    assert {r["role"] for r in key["rules"]["certainty"]["distractors"].values()} == {"decoy", "canceller"}
-    assert key["rules"]["politeness"]["roles"]["head_L{}_H{}".format(*d["carrier_p1"])]["strength"] \
+    assert {r["role"] for r in rules["certainty"]["distractors"].values()} == {"decoy", "canceller"}
+    assert rules["politeness"]["roles"]["head_L{}_H{}".format(*d["carrier_p1"])]["strength"] \
         == pytest.approx(d["share_politeness"])
     committed = json.loads((planted.organism_dir(0) / "key.json").read_text(encoding="utf-8"))
-    assert committed["rules"] == key["rules"]
+    assert committed["dimensions"] == key["dimensions"]
 
 
 def test_shapley_of_an_and_gate_and_an_additive_game():
@@ -88,8 +89,108 @@ def test_key_verification_passes_and_fails_on_a_wrong_key(organism0):
     assert all(r["passes"] for r in result.values()), result
     # drop the early MLP from the hazard key: the margin then survives "necessity" ablation
     wrong = json.loads(json.dumps(key))
-    wrong["rules"]["hazard"]["components"] = wrong["rules"]["hazard"]["components"][1:]
-    wrong["rules"]["certainty"]["components"] += list(wrong["rules"]["certainty"]["distractors"])[:1]
+    hazard, certainty = wrong["dimensions"]["s0-hazard"], wrong["dimensions"]["s0-certainty"]
+    hazard["components"] = hazard["components"][1:]
+    certainty["components"] += list(certainty["distractors"])[:1]
     bad = planted.verify(adapter, twins, wrong, seed=0)
     assert not bad["hazard"]["passes"] and bad["hazard"]["sufficiency_retained"] < 0.5
     assert bad["certainty"]["sufficiency_retained"] > 1 + planted.VERIFY_TOLERANCE  # the decoy, uncancelled
+
+
+# ---------------------------------------------------------------- the scorecard's statistics
+from bundle_kit import keyrecovery, rankstats  # noqa: E402
+
+
+def test_auc_of_abs_scores_and_spearman_match_scipy_with_ties():
+    stats = pytest.importorskip("scipy.stats")
+    import random
+    rng = random.Random(3)
+    for _ in range(20):
+        scores = [abs(rng.choice([0.0, 0.0, 1e-5, rng.gauss(0, 1)])) for _ in range(30)]
+        positive = [rng.random() < 0.2 for _ in scores]
+        if not any(positive) or all(positive):
+            continue
+        pos = [s for s, p in zip(scores, positive) if p]
+        neg = [s for s, p in zip(scores, positive) if not p]
+        u = stats.mannwhitneyu(pos, neg, alternative="two-sided").statistic
+        assert rankstats.roc_auc(scores, positive) == pytest.approx(u / (len(pos) * len(neg)))
+        strength = [rng.choice([0.0, 0.5, 1.0]) if p else 0.0 for p in positive]
+        assert rankstats.spearman(scores, strength) == pytest.approx(stats.spearmanr(scores, strength).statistic)
+
+
+def test_topk_inclusion_equals_random_tie_breaking():
+    import itertools
+    scores = [3.0, 1.0, 1.0, 1.0, 0.0, 2.0]
+    for k in range(1, 6):
+        got = rankstats.topk_inclusion(scores, k)
+        counts = [0] * len(scores)
+        orders = list(itertools.permutations(range(len(scores))))
+        for order in orders:  # every tie-breaking order equally likely
+            ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], order.index(i)))
+            for i in ranked[:k]:
+                counts[i] += 1
+        assert got == pytest.approx([c / len(orders) for c in counts])
+
+
+def test_percentile_interval_is_seed_bootstraps():
+    seeds = [f"s{i}" for i in range(12)]
+    values = {s: i * 0.1 for i, s in enumerate(seeds)}
+    stat = lambda drawn: rankstats.mean(values[s] for s in drawn)  # noqa: E731
+    import random
+    rng = random.Random(0)
+    distinct = sorted(set(seeds))
+    draws = [stat([rng.choice(distinct) for _ in distinct]) for _ in range(200)]
+    assert rankstats.percentile_interval(draws) == rankstats.seed_bootstrap(seeds, stat, resamples=200)
+
+
+def test_hierarchical_bootstrap_resamples_groups_then_seeds():
+    groups = {"a": {"r": ["a1", "a2", "a3"]}, "b": {"r": ["b1", "b2", "b3"]}}
+    value = {"a1": 0.0, "a2": 0.0, "a3": 0.0, "b1": 1.0, "b2": 1.0, "b3": 1.0}
+
+    def stat(sample):
+        return {"m": rankstats.mean(value[s] for _g, strata in sample for seeds in strata.values() for s in seeds)}
+
+    two = rankstats.hierarchical_bootstrap(groups, stat, resamples=400)["m"]
+    fixed = rankstats.hierarchical_bootstrap(groups, stat, resamples=400, resample_groups=False)["m"]
+    assert two == (0.0, 1.0)      # drawing organisms: both all-a and all-b samples occur
+    assert fixed == (0.5, 0.5)    # organisms fixed, seeds within identical: no spread
+    assert two == rankstats.hierarchical_bootstrap(groups, stat, resamples=400)["m"]
+
+
+def _rows(dimension, seed, attributions, patch_effects):
+    a = [{"dimension": dimension, "pair_id": seed, "seed_id": seed, "component": c, "attribution": v,
+          "margin": 1.0} for c, v in attributions.items()]
+    p = [{"dimension": dimension, "pair_id": seed, "seed_id": seed, "component": c, "mode": mode,
+          "clean_margin": 1.0, "effect": v} for c, v in patch_effects.items() for mode in ("mean", "zero", "swap")]
+    return a, p
+
+
+def test_keyrecovery_scores_a_perfect_and_a_reversed_method_and_catches_tampering():
+    comps = ["head_L0_H0", "head_L0_H1", "mlp_L0", "mlp_L1", "head_L1_H0", "head_L1_H1"]
+    key = {"dimensions": {}}
+    attribution, patching = [], []
+    for org in ("o1", "o2"):
+        d = f"{org}-rule"
+        key["dimensions"][d] = {"organism": org, "rule": "rule", "components": comps[:2],
+                                "roles": {comps[0]: {"role": "carrier", "strength": 0.7},
+                                          comps[1]: {"role": "carrier", "strength": 0.3}},
+                                "distractors": {comps[2]: {"role": "decoy", "strength": 0.0}}}
+        for seed in ("x", "y"):
+            a, p = _rows(d, f"{org}{seed}", {c: (-(0.7, 0.3, 5, 0, 0, 0)[i]) for i, c in enumerate(comps)},
+                         {c: (0.0, 0.0, 0.1, 0.2, 0.3, 0.4)[i] for i, c in enumerate(comps)})
+            attribution += a
+            patching += p
+    block = keyrecovery.summary(attribution, patching, key, {"resamples": 50})
+    assert block["auc"]["attribution"]["mean"] == 0.75         # the key beats all but the decoy
+    assert block["auc"]["patching_mean"]["mean"] == 0.0        # patching ranks it last
+    assert block["gap"]["mean_minus_attribution"] == -0.75
+    assert block["distractor_rate"]["attribution"]["decoy"] == 1.0
+    assert block["role_recall"]["attribution"]["carrier"] == 0.5
+    assert block["rho_strength"]["attribution"]["mean"] == pytest.approx(
+        rankstats.spearman([0.7, 0.3, 5, 0, 0, 0], [0.7, 0.3, 0, 0, 0, 0]))
+    published = json.loads(json.dumps(block))
+    _lines, _c, ok = keyrecovery.check(attribution, patching, key, published, 1e-6)
+    assert ok
+    published["auc"]["patching_swap"]["per_organism"]["o2"] = 0.25
+    _lines, comparisons, ok = keyrecovery.check(attribution, patching, key, published, 1e-6)
+    assert not ok and max(comparisons)[1] == "key_recovery/auc/patching_swap/per_organism/o2"
