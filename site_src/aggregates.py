@@ -1,6 +1,7 @@
 """The aggregate stages of a reference, over rows (JSONL rows, or the entries of a block)."""
 from __future__ import annotations
 
+import json
 import math
 import operator
 
@@ -42,24 +43,32 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def filter_rows(rel: str, rows: list[dict], conditions) -> list[dict]:
+def filter_rows(rel: str, rows, conditions):
+    """The rows matching every condition, as a stream (rows may be a JSONL file's stream)."""
     for cond in conditions:
-        rows = [row for row in rows if matches(rel, row, cond)]
+        rows = _matching(rel, rows, cond)
     return rows
 
 
-def aggregate(rel: str, rows: list[dict], agg: Aggregate, context: str):
-    """One aggregate over `rows`; `context` says which rows, for the 'no rows' error."""
+def _matching(rel: str, rows, cond: Condition):
+    return (row for row in rows if matches(rel, row, cond))
+
+
+def aggregate(rel: str, rows, agg: Aggregate, context: str):
+    """One aggregate over `rows` (any iterable, consumed once); `context` says which rows, for the
+    'no rows' error. Only the values the aggregate needs are kept, never the rows."""
     if agg.name == "count":
-        return len(filter_rows(rel, rows, [agg.condition])) if agg.condition else len(rows)
-    values = [field_value(rel, row, agg.field) for row in rows]
+        return sum(1 for _ in (filter_rows(rel, rows, [agg.condition]) if agg.condition else rows))
     if agg.name == "distinct":
-        return len({json_key(v) for v in values})
-    if not values:
-        raise FixtureProblem(f"{agg.name} {agg.field}: no rows {context}", rel)
-    for row, value in zip(rows, values):
+        return len({json_key(field_value(rel, row, agg.field)) for row in rows})
+    values = []
+    for row in rows:
+        value = field_value(rel, row, agg.field)
         if not _is_number(value):
             raise FixtureProblem(f"{agg.name} {agg.field}: {value!r} is not a number", _where(rel, row))
+        values.append(value)
+    if not values:
+        raise FixtureProblem(f"{agg.name} {agg.field}: no rows {context}", rel)
     if agg.name == "mean":
         return rankstats.mean(values)
     if agg.name == "sum":
@@ -70,14 +79,15 @@ def aggregate(rel: str, rows: list[dict], agg: Aggregate, context: str):
 def json_key(value):
     """A hashable stand-in for a JSON value (lists and objects become their JSON text)."""
     if isinstance(value, (list, dict)):
-        import json
         return json.dumps(value, sort_keys=True)
     return value
 
 
-def group_rows(rel: str, rows: list[dict], name: str) -> list[tuple[object, list[dict]]]:
-    """Rows grouped by a field, groups in sorted order (numbers before strings)."""
+def group_rows(rel: str, rows, name: str, keep: tuple = ()) -> list[tuple[object, list[dict]]]:
+    """Rows grouped by a field, groups in sorted order (numbers before strings). Each kept row
+    holds only the fields in `keep` (and its line), so a large stream is not held whole."""
     groups: dict = {}
     for row in rows:
-        groups.setdefault(json_key(field_value(rel, row, name)), []).append(row)
+        slim = {k: row[k] for k in (*keep, "_line") if k in row}
+        groups.setdefault(json_key(field_value(rel, row, name)), []).append(slim)
     return sorted(groups.items(), key=lambda kv: (isinstance(kv[0], str), str(type(kv[0])), kv[0]))

@@ -20,6 +20,8 @@ from bundle_kit import contract
 
 from safe_io import git_state
 
+from .urls import url_path
+
 KIT_DIR = Path(__file__).resolve().parent.parent / "bundle_kit"
 KIT_FILES = contract.KIT_FILES  # copied from bundle_kit/ into every zip at build time
 REQUIRED = contract.REQUIRED_FILES
@@ -44,6 +46,11 @@ class BundleFile:
     @property
     def size_text(self) -> str:
         return human_size(self.size)
+
+    @property
+    def url(self) -> str:
+        """`href` as a URL (a member named `a%b.json` is linked as `a%25b.json`)."""
+        return url_path(self.href)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import yaml
 
 from .errors import BuildError
+from .parse import ParseProblem, load_yaml
 
 KEYS = ("title", "base_url", "nav", "description")
 
@@ -29,16 +30,14 @@ def load_config(files, errors, rel: str = "content/site.yaml") -> SiteConfig:
         errors.add(BuildError(f"site configuration {why}", rel))
         return fallback
     try:
-        text = files.read_bytes(rel).decode("utf-8")
-        data = yaml.safe_load(text) or {}
-        node = yaml.compose(text)
+        data, node = load_yaml(files.read_bytes(rel).decode("utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         errors.add(BuildError(f"cannot read: {exc}", rel))
         return fallback
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        errors.add(BuildError(f"not valid YAML: {getattr(exc, 'problem', exc)}", f"{rel}:{mark.line + 1 if mark else 1}"))
+    except ParseProblem as exc:
+        errors.add(BuildError(exc.message, f"{rel}:{exc.line or 1}"))
         return fallback
+    data = {} if data is None else data
     if not isinstance(data, dict):
         errors.add(BuildError("must be a mapping with title, base_url and nav", f"{rel}:1"))
         return fallback

@@ -22,6 +22,15 @@ class BuildError(Exception):
         return self if self.where else BuildError(self.message, where, self.fixture)
 
 
+def internal_error(exc: BaseException, where: str = "") -> BuildError:
+    """An exception nobody expected, as one build error at the place being built: a bug in the
+    generator, reported on one line (never a traceback), so the build and `serve` go on."""
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= 300 else text[:297] + "..."
+    return BuildError(f"internal error: {type(exc).__name__}: {text} (a bug in the generator; please report it)",
+                      where)
+
+
 class FixtureProblem(Exception):
     """Raised while reading a fixture; the caller adds the page location."""
 

@@ -7,7 +7,6 @@ become rows, each remembering its line.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import yaml
 
 from .errors import FixtureProblem
 from .numbers import find_numbers
+from .parse import MAX_BYTES, ParseProblem, json_value, load_json, load_yaml
 
 STRUCTURED = (".json", ".yaml", ".yml")
 PROSE = (".md", ".markdown", ".txt")
@@ -41,25 +41,13 @@ class Structured:
             self.lines.pop()
         self.line_count = len(self.lines)
         try:
-            if suffix == ".json":
-                # NaN parses here; it is refused where a reference uses it (resolve._check_tree),
-                # so one NaN elsewhere in a file does not block the file's other values.
-                self.data = json.loads(text)
-            else:
-                self.data = yaml.safe_load(text)
-        except ValueError as exc:
-            line = getattr(exc, "lineno", None)
-            raise FixtureProblem(f"does not parse: {exc}", f"{rel}:{line}" if line else rel) from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise FixtureProblem(f"does not parse: {exc}",
-                                 f"{rel}:{mark.line + 1}" if mark else rel) from None
-        try:
-            root = yaml.compose(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise FixtureProblem(f"cannot locate lines (YAML view of the file failed: {exc})",
-                                 f"{rel}:{mark.line + 1}" if mark else rel) from None
+            # JSON values come from `json` (numbers keep their exact type), positions from the
+            # bounded composer; NaN parses here and is refused where a reference uses it
+            # (resolve._check_tree), so one NaN elsewhere does not block the file's other values.
+            self.data, root = (load_json if suffix == ".json" else load_yaml)(text)
+        except ParseProblem as exc:
+            raise FixtureProblem(f"does not parse: {exc.message}",
+                                 f"{rel}:{exc.line}" if exc.line else rel) from None
         self.by_path: dict[tuple, Entry] = {}
         self.by_line: dict[int, list[Entry]] = {}
         if root is not None:
@@ -112,51 +100,70 @@ class Prose:
 
 
 class Rows:
-    """A JSONL fixture: one object per line; every row keeps its line as `_line`."""
+    """A JSONL fixture, read as a stream: one object per line, each row keeping its line as `_line`.
 
-    def __init__(self, rel: str, text: str):
-        self.rel = rel
-        self.rows: list[dict] = []
-        lines = text.split("\n")
-        if text.endswith("\n"):
-            lines.pop()
-        self.line_count = len(lines)
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)  # NaN is refused where a stage or reference reads it
-            except ValueError as exc:
-                raise FixtureProblem(f"row does not parse as JSON ({exc})", f"{rel}:{number}") from None
-            if not isinstance(row, dict):
-                raise FixtureProblem("row is not a JSON object", f"{rel}:{number}")
-            row["_line"] = number
-            self.rows.append(row)
+    Rows are parsed each time they are iterated, never held all at once, so an aggregate over a
+    file of hundreds of MB needs memory for the values it uses only. A file without a single row
+    is refused: it could only give a count of 0 or an empty figure.
+    """
+
+    def __init__(self, path: Path, rel: str):
+        self.path, self.rel = path, rel
+        self.line_count = 0
+        has_row = False
+        with open(path, "rb") as handle:
+            for raw in handle:
+                self.line_count += 1
+                has_row = has_row or bool(raw.strip())
+        if not has_row:
+            raise FixtureProblem("has no rows: an empty JSONL file would show a count of 0 or an empty figure", rel)
+
+    def __iter__(self):
+        with open(self.path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                if raw.strip():
+                    yield self._row(raw, number)
+
+    def _row(self, raw: bytes, number: int) -> dict:
+        try:
+            row = json_value(raw.decode("utf-8"))  # NaN is refused where a stage or reference reads it
+        except UnicodeDecodeError as exc:
+            raise FixtureProblem(f"row is not UTF-8 ({exc.reason})", f"{self.rel}:{number}") from None
+        except ParseProblem as exc:
+            raise FixtureProblem(f"row does not parse as JSON ({exc.message})", f"{self.rel}:{number}") from None
+        if not isinstance(row, dict):
+            raise FixtureProblem("row is not a JSON object", f"{self.rel}:{number}")
+        row["_line"] = number
+        return row
 
     def row_at(self, line: int) -> dict | None:
-        for row in self.rows:
-            if row["_line"] == line:
-                return row
+        with open(self.path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                if number == line:
+                    return self._row(raw, number) if raw.strip() else None
         return None
 
 
 def load(path: Path, rel: str):
     """Read a fixture by its suffix; raises FixtureProblem naming the file (and line)."""
+    suffix = path.suffix.lower()
+    if suffix not in STRUCTURED + ROWS + PROSE:
+        raise FixtureProblem(
+            f"unsupported fixture type {suffix or '(none)'}: use .json, .yaml, .yml, .jsonl, .md or .txt", rel)
     try:
+        if suffix in ROWS:
+            return Rows(path, rel)
+        if path.stat().st_size > MAX_BYTES:
+            raise FixtureProblem(f"is {path.stat().st_size / 1e6:.1f} MB: JSON, YAML and prose fixtures are read up"
+                                 f" to {MAX_BYTES // 2**20} MiB (JSONL files stream, without a limit)", rel)
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FixtureProblem("file not found", rel) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise FixtureProblem(f"cannot read: {exc}", rel) from None
-    suffix = path.suffix.lower()
     if suffix in STRUCTURED:
         return Structured(rel, text, suffix)
-    if suffix in ROWS:
-        return Rows(rel, text)
-    if suffix in PROSE:
-        return Prose(rel, text)
-    raise FixtureProblem(
-        f"unsupported fixture type {suffix or '(none)'}: use .json, .yaml, .yml, .jsonl, .md or .txt", rel)
+    return Prose(rel, text)
 
 
 class FixtureCache:

@@ -58,8 +58,9 @@ def _fig_ref(state: StateInline, silent: bool) -> bool:
     return True
 
 
-def make_parser() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": True, "typographer": False}).enable(["table", "strikethrough"])
+def make_parser(raw_html: bool = False) -> MarkdownIt:
+    """The page parser; raw HTML is text unless the page opts in (front matter `raw_html: true`)."""
+    md = MarkdownIt("commonmark", {"html": raw_html, "typographer": False}).enable(["table", "strikethrough"])
     dollarmath_plugin(md, allow_space=False, allow_digits=False, double_inline=True)
     anchors_plugin(md, min_level=2, max_level=4, slug_func=slugify)
     md.inline.ruler.before("link", "fig_ref", _fig_ref)

@@ -7,9 +7,12 @@ from dataclasses import dataclass
 import yaml
 
 from .errors import BuildError
+from .parse import ParseProblem, load_yaml
+from .urls import RESERVED
 
 FIELDS = ("title", "nav_title", "summary", "subject", "question", "access", "trust", "claim", "bundle", "reproduction",
           "calibration")
+FLAGS = ("raw_html",)   # true/false fields: raw_html lets the page's Markdown hold (checked) HTML
 REQUIRED = ("title", "summary")
 STUDY_REQUIRED = ("subject", "question", "access", "trust", "claim")
 # Computed by the build (site_src/honesty), never typed: a page that types one is refused.
@@ -49,7 +52,6 @@ class Page:
         return self.where(self.meta_lines.get(name, 1))
 
 
-RESERVED = ("assets", "bundles", "source")   # top-level folders the build itself fills
 MAX_SEGMENT_BYTES = 200
 
 
@@ -105,13 +107,11 @@ def load_page(repo_rel: str, files, errors) -> Page | None:
         return None
     fm_text = "\n".join(lines[1:close])
     try:
-        meta = yaml.safe_load(fm_text) or {}
-        node = yaml.compose(fm_text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        errors.add(BuildError(f"front matter is not valid YAML: {getattr(exc, 'problem', exc)}",
-                              f"{repo_rel}:{mark.line + 2 if mark else 1}"))
+        meta, node = load_yaml(fm_text, first_line=2)
+    except ParseProblem as exc:
+        errors.add(BuildError(f"front matter: {exc.message}", f"{repo_rel}:{exc.line or 1}"))
         return None
+    meta = {} if meta is None else meta
     if not isinstance(meta, dict):
         errors.add(BuildError("front matter must be a mapping of fields", f"{repo_rel}:2"))
         return None
@@ -127,8 +127,11 @@ def load_page(repo_rel: str, files, errors) -> Page | None:
 def _validate(page: Page, files, errors) -> None:
     meta = page.meta
     for name in meta:
-        if name not in FIELDS:
-            errors.add(BuildError(f"unknown front-matter field {name!r} (known: {', '.join(FIELDS)})",
+        if name in FLAGS:
+            if not isinstance(meta[name], bool):
+                errors.add(BuildError(f"front-matter field {name!r} must be true or false", page.field_where(name)))
+        elif name not in FIELDS:
+            errors.add(BuildError(f"unknown front-matter field {name!r} (known: {', '.join(FIELDS + FLAGS)})",
                                   page.field_where(str(name))))
     for name, why in COMPUTED.items():
         if name in meta:

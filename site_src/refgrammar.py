@@ -166,7 +166,15 @@ def parse_ref(text: str) -> Ref:
                spec, minus, has_fmt, tuple(stage_texts))
 
 
+MAX_WIDTH = 40          # a format spec's width and precision set the size of what the page prints
+_SPEC_PARTS = re.compile(r"(?:.?[<>=^])?[+\- ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d*))?[a-zA-Z%]?")
+
+
 def _check_spec(spec: str, stage: str) -> None:
+    parts = _SPEC_PARTS.fullmatch(spec)
+    for name in ("width", "precision"):
+        if parts and parts[name] and int(parts[name]) > MAX_WIDTH:
+            raise RefSyntaxError(f"{stage!r}: a format {name} of {int(parts[name]):,} is more than {MAX_WIDTH}")
     try:
         format(-1234.5, spec)
     except ValueError:

@@ -9,17 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-from latex2mathml.converter import convert as latex_to_mathml
 from markupsafe import Markup, escape
 
 from .errors import BuildError, FixtureProblem
+from .mathml import to_mathml
 from .numbers import unbound_numbers
+from .rawhtml import html_problems
+from .parse import ParseProblem, load_yaml
 from .pages import CLAIMS, TRUST, Page
-from .receipt_html import receipt_html
+from .receipt_html import raw_text, receipt_html
 from .receipts import Resolved
 from .refgrammar import RefSyntaxError, parse_ref
 from .resolve import Resolver
+from .urls import href
 
 TABLE_KEYS = ("source", "columns", "fmt", "caption", "sort", "fields")
 FIGURE_KEYS_REQUIRED = ("kind", "id", "caption", "claim")
@@ -65,6 +67,7 @@ class PageRenderer:
         self.out = Rendered("")
         self.fig_order = 0
         self.in_link = 0   # depth of link text being walked
+        self.line = 1      # the page line being rendered, for an internal error's location
 
     # -- values ------------------------------------------------------------------------------
     def receipt(self, resolved: Resolved, text: str) -> Markup:
@@ -83,6 +86,7 @@ class PageRenderer:
         return None
 
     def inline_value(self, text: str, line: int) -> Markup:
+        self.last_text = "?"
         resolved = self.resolve(text, line)
         if resolved is None:
             return Markup('<span class="ref-missing">?</span>')
@@ -97,14 +101,17 @@ class PageRenderer:
             self.errors.add(BuildError(f"{{{{ {text} }}}}: cannot format: {exc}", self.page.where(line),
                                        resolved.location))
             return Markup('<span class="ref-missing">?</span>')
+        self.last_text = display
         return self.receipt(resolved, display)
 
     # -- the walk ----------------------------------------------------------------------------
     def render(self) -> Rendered:
         tokens = self.md.parse(self.page.body, self.env)
         last_level = 1
+        heading = None
         for index, token in enumerate(tokens):
             line = token.map[0] + 1 if token.map else 1
+            self.line = line
             if token.type == "heading_open":
                 level = int(token.tag[1])
                 if level == 1:
@@ -115,11 +122,13 @@ class PageRenderer:
                                                self.page.where(line)))
                 last_level = level
                 if level == 2:
-                    title = "".join(c.content for c in tokens[index + 1].children or []
-                                    if c.type in ("text", "code_inline"))
-                    self.out.headings.append((token.attrGet("id"), title.strip()))
+                    heading = (token.attrGet("id"), tokens[index + 1])
             elif token.type == "inline":
                 self.walk_inline(token.children or [], token.content, line)
+                if heading is not None and heading[1] is token:
+                    # after the walk, so a reference in the heading shows its value in the contents too
+                    self.out.headings.append((heading[0], _plain_text(token.children or []).strip()))
+                    heading = None
             elif token.type == "fence" and token.info.strip() in ("table", "figure"):
                 kind = token.info.strip()
                 token.meta["html"] = (self.table_block if kind == "table" else self.figure_block)(token.content, line)
@@ -128,7 +137,7 @@ class PageRenderer:
                 token.meta["html"] = Markup('<div class="math-block" tabindex="0">{}</div>\n').format(
                     self.math(token.content, True, line))
             elif token.type == "html_block":
-                check_prose(_strip_tags(token.content), self.page.where(line), self.errors)
+                self.raw_html(token.content, line)
         html = self.md.renderer.render(tokens, self.md.options, self.env)
         self.out.html = html
         return self.out
@@ -137,6 +146,7 @@ class PageRenderer:
         breaks = 0
         for child in children:
             line = first_line + breaks
+            self.line = line
             if child.type == "link_open":
                 self.in_link += 1
             elif child.type == "link_close":
@@ -146,7 +156,7 @@ class PageRenderer:
             elif child.type == "text":
                 check_prose(child.content, self.page.where(line), self.errors)
             elif child.type == "html_inline":
-                check_prose(_strip_tags(child.content), self.page.where(line), self.errors)
+                self.raw_html(child.content, line)
             elif child.type in ("value_ref", "literal", "fig_ref", "ref_error"):
                 line = first_line + src[: child.meta["offset"]].count("\n")
                 if child.type == "value_ref" and self.in_link:
@@ -156,6 +166,7 @@ class PageRenderer:
                     child.meta["html"] = Markup("?")
                 elif child.type == "value_ref":
                     child.meta["html"] = self.inline_value(child.content, line)
+                    child.meta["text"] = self.last_text
                 elif child.type == "literal":
                     if not child.content:
                         self.errors.add(BuildError("empty literal {{! }}", self.page.where(line)))
@@ -171,9 +182,15 @@ class PageRenderer:
                 self.walk_inline(child.children, src, line)
 
     # -- pieces ------------------------------------------------------------------------------
+    def raw_html(self, html: str, line: int) -> None:
+        """Only pages with `raw_html: true` get html tokens at all; their HTML is still checked."""
+        for problem in html_problems(html):
+            self.errors.add(BuildError(f"raw HTML: {problem}", self.page.where(line)))
+        check_prose(_strip_tags(html), self.page.where(line), self.errors)
+
     def math(self, latex: str, display: bool, line: int) -> Markup:
         try:
-            return Markup(latex_to_mathml(latex.strip(), display="block" if display else "inline"))
+            return Markup(to_mathml(latex.strip(), display))
         except Exception as exc:  # latex2mathml raises several exception types for bad input
             self.errors.add(BuildError(f"math does not convert to MathML: {exc}", self.page.where(line)))
             return Markup("")
@@ -184,8 +201,7 @@ class PageRenderer:
             self.errors.add(BuildError(f"[[fig:{fig_id}]]: no figure with id {fig_id!r} on any page",
                                        self.page.where(line)))
             return Markup(escape(f"Fig. {fig_id}"))
-        target = "" if info.page is self.page else (self.prefix + info.page.url if info.page.url or self.prefix
-                                                    else "./")
+        target = "" if info.page is self.page else href(self.prefix, info.page.url)
         return Markup(f'<a class="fig-link" href="{escape(target)}#fig-{escape(fig_id)}">Fig.&nbsp;{info.number}</a>')
 
     def inline_fragment(self, text: str, line: int) -> Markup:
@@ -197,12 +213,9 @@ class PageRenderer:
 
     def block_spec(self, body: str, line: int, kind: str, keys) -> dict | None:
         try:
-            spec = yaml.safe_load(body)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            at = line + 1 + (mark.line if mark else 0)
-            self.errors.add(BuildError(f"{kind} block is not valid YAML: {getattr(exc, 'problem', exc)}",
-                                       self.page.where(at)))
+            spec, _node = load_yaml(body, first_line=line + 1)
+        except ParseProblem as exc:
+            self.errors.add(BuildError(f"{kind} block: {exc.message}", self.page.where(exc.line or line)))
             return None
         if not isinstance(spec, dict):
             self.errors.add(BuildError(f"{kind} block must be a YAML mapping", self.page.where(line)))
@@ -294,11 +307,21 @@ class PageRenderer:
             return records
         i = columns.index(name) if name in columns else header.index(name)
 
-        def key(record):
+        keys = []
+        for record in records:
             cell = record[i]
             value = cell.value if isinstance(cell, Resolved) else cell
-            return (isinstance(value, str), value if not isinstance(value, str) else str(value))
-        return sorted(records, key=key, reverse=sort.startswith("-"))
+            if isinstance(value, str):
+                keys.append((1, 0, value))
+            elif isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+                keys.append((0, value, ""))
+            else:
+                at = cell.location if isinstance(cell, Resolved) else ""
+                self.errors.add(BuildError(f"table sort: column {name!r} holds {raw_text(value)}, which has no"
+                                           " order among numbers and text", self.page.where(line), at))
+                return records
+        order = sorted(range(len(records)), key=keys.__getitem__, reverse=sort.startswith("-"))
+        return [records[k] for k in order]
 
     def figure_block(self, body: str, line: int) -> Markup:
         spec = self.block_spec(body, line, "figure", None)
@@ -330,6 +353,9 @@ class PageRenderer:
         except FixtureProblem as exc:
             self.errors.add(BuildError(f"figure {fig_id}: {exc.message}", self.page.where(line), exc.fixture))
             return Markup("")
+        except figures_module.FigureError as exc:
+            self.errors.add(BuildError(f"figure {fig_id}: {exc.message}", self.page.where(line)))
+            return Markup("")
         except Exception as exc:  # a figure kind's own error: report it at the block, keep building
             self.errors.add(BuildError(f"figure {fig_id}: {type(exc).__name__}: {exc}", self.page.where(line)))
             return Markup("")
@@ -343,6 +369,19 @@ class PageRenderer:
         template = self.env["jinja"].get_template("partials/figure.html")
         return Markup(template.render(id=fig_id, number=info.number, body=Markup(rendered.body_html),
                                       caption=caption, claim=spec["claim"], trust=trust))
+
+
+def _plain_text(children) -> str:
+    """The text a reader sees in an inline run: words, code, literals and resolved values."""
+    parts = []
+    for child in children:
+        if child.type in ("text", "code_inline", "literal"):
+            parts.append(child.content)
+        elif "text" in child.meta:
+            parts.append(child.meta["text"])
+        if child.children:
+            parts.append(_plain_text(child.children))
+    return "".join(parts)
 
 
 def _display_or_raw(resolved: Resolved) -> str:
@@ -400,8 +439,8 @@ def collect_figures(page: Page, md, env, errors, figures: dict) -> None:
             continue
         line = token.map[0] + 1
         try:
-            spec = yaml.safe_load(token.content)
-        except yaml.YAMLError:
+            spec, _node = load_yaml(token.content)
+        except ParseProblem:
             spec = None
         if not isinstance(spec, dict):
             errors.add(BuildError("figure block must be a YAML mapping", page.where(line)))

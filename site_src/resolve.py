@@ -16,6 +16,7 @@ from .paths import RepoFiles, clean_rel
 from .fixtures import PROSE, STRUCTURED, FixtureCache, Prose, Rows, Structured
 from .receipts import Resolved
 from .refgrammar import Ref, parse_ref
+from .urls import source_href
 
 VIEWABLE = STRUCTURED + PROSE
 
@@ -84,12 +85,12 @@ class Resolver:
             return ""
         if line is not None:
             self.used[rel] = True
-            return f"source/{rel}.html#L{line}"
+            return source_href(rel, line)
         if Path(rel).suffix.lower() in VIEWABLE:
             self.used[rel] = True
-            return f"source/{rel}.html"
+            return source_href(rel, view=True)
         self.used.setdefault(rel, False)
-        return f"source/{rel}"
+        return source_href(rel)
 
     # -- references --------------------------------------------------------------------------
     def resolve(self, text: str) -> Resolved:
@@ -118,7 +119,7 @@ class Resolver:
         if line is not None and line > fx.line_count:
             raise FixtureProblem(f"line {line} is out of range: the file has {fx.line_count} lines", fx.rel)
         if ref.key:
-            entry = fx.by_path.get(ref.key)
+            entry = _find(fx, ref.key)
             if entry is None:
                 raise FixtureProblem(f"no key path {key_text(ref.key)!r}{_near(fx, ref.key)}",
                                      f"{fx.rel}:{_nearest_line(fx, ref.key)}" if _nearest_line(fx, ref.key) else fx.rel)
@@ -165,7 +166,7 @@ class Resolver:
                 raise FixtureProblem("a JSONL file has no key paths: use FILE:LINE#FIELD, or aggregate stages", fx.rel)
             if not ref.computed:
                 raise FixtureProblem("a JSONL file needs an aggregate stage (count, mean FIELD, ...) or a :LINE", fx.rel)
-            return Resolved(None, fx.rel, None, ref.text, self.href(fx.rel, None)), fx.rows
+            return Resolved(None, fx.rel, None, ref.text, self.href(fx.rel, None)), fx
         if ref.line > fx.line_count:
             raise FixtureProblem(f"line {ref.line} is out of range: the file has {fx.line_count} lines", fx.rel)
         row = fx.row_at(ref.line)
@@ -211,7 +212,7 @@ class Resolver:
             number = numbers[0]
         return Resolved(number.value, fx.rel, ref.line, ref.text, self.href(fx.rel, ref.line))
 
-    def _compute(self, ref: Ref, rel: str, base: Resolved, rows: list[dict]) -> Resolved:
+    def _compute(self, ref: Ref, rel: str, base: Resolved, rows) -> Resolved:
         picked = filter_rows(rel, rows, ref.where)
         context = "match " + " and ".join(c.text() for c in ref.where) if ref.where else "in the source"
         origin = " ".join(([f"line {ref.line}"] if ref.line else []) + ([f"key {ref.key_text}"] if ref.key else []))
@@ -222,7 +223,9 @@ class Resolver:
             value = aggregate(rel, picked, ref.aggregate, context)
             return Resolved(value, rel, None, expression, href, ref.spec, ref.minus)
         items = []
-        for group_value, group in group_rows(rel, picked, ref.group):
+        agg = ref.aggregate
+        keep = tuple(f for f in (agg.field, agg.condition.field if agg.condition else None) if f)
+        for group_value, group in group_rows(rel, picked, ref.group, keep):
             value = aggregate(rel, group, ref.aggregate, context)
             where = " | ".join(lead + tuple(f"where {c.text()}" for c in ref.where)
                                + (f"where {ref.group} == {group_value}", ref.aggregate.text()))
@@ -243,6 +246,21 @@ def _reformat(resolved: Resolved, ref: Ref) -> Resolved:
     items = tuple((k, _reformat(r, ref)) for k, r in resolved.items)
     return Resolved(resolved.value, resolved.source, resolved.line, resolved.expression, resolved.href,
                     ref.spec, ref.minus, items)
+
+
+def _find(fx: Structured, key: tuple):
+    """The entry at a key path; a segment of digits names a list index, or an object's key "0"."""
+    path: tuple = ()
+    for segment in key:
+        entry = fx.by_path.get(path)
+        if entry is None:
+            return None
+        if isinstance(entry.value, dict):
+            segment = str(segment)
+        elif not isinstance(segment, int):
+            return None
+        path += (segment,)
+    return fx.by_path.get(path)
 
 
 def _check_tree(fx: Structured, entry) -> None:

@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+from .errors import internal_error
+
 WATCHED = ("content", "templates", "bundles", "quoted")
 
 
@@ -29,9 +31,24 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def _guarded(build_and_report):
+    """Run one rebuild; whatever it raises is printed on one line and the server goes on."""
+    try:
+        build_and_report()
+    except Exception as exc:  # build() reports its own errors; this is the last line of defence
+        print(f"error: {internal_error(exc, 'serve').format()}", flush=True)
+
+
+def _snapshot(root: Path) -> dict:
+    try:
+        return snapshot(root)
+    except OSError:   # a file removed while it was being listed: look again next time
+        return {}
+
+
 def serve(root: Path, out: Path, port: int, build_and_report, interval: float = 0.5,
           stop: threading.Event | None = None) -> None:
-    build_and_report()
+    _guarded(build_and_report)
     handler = functools.partial(_Handler, directory=str(out))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     host, real_port = server.server_address[:2]
@@ -39,15 +56,15 @@ def serve(root: Path, out: Path, port: int, build_and_report, interval: float = 
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     stop = stop or threading.Event()
-    seen = snapshot(root)
+    seen = _snapshot(root)
     try:
         while not stop.wait(interval):
-            now = snapshot(root)
+            now = _snapshot(root)
             if now != seen:
                 seen = now
                 print("Change detected: rebuilding", flush=True)
-                build_and_report()
-                seen = snapshot(root)
+                _guarded(build_and_report)
+                seen = _snapshot(root)
     except KeyboardInterrupt:
         pass
     finally:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.sax.saxutils import escape as xml_escape
 
 import jinja2
 from markupsafe import Markup
 
 from .config import load_config, order_pages
-from .errors import BuildError, Errors
+from .errors import BuildError, Errors, internal_error
 from .fixtures import FixtureCache
 from .honesty import Honesty
 from .markdown import make_parser
@@ -22,7 +24,8 @@ from .receipt_html import raw_text
 from . import reader
 from .paths import InputRefused, OutputFolder, OutputRefused, RepoFiles, check_out_rel
 from .resolve import Resolver
-from .sources import publish, sha256
+from .urls import href, url_path
+from .sources import CopiedFile, publish, sha256
 
 DOCS_PAGE = "how-this-site-is-built.md"
 
@@ -39,7 +42,7 @@ class BuildResult:
 
 
 def rel_href(prefix: str, url: str) -> str:
-    return (prefix + url) or "./"
+    return href(prefix, url)
 
 
 class RepoLoader(jinja2.BaseLoader):
@@ -91,12 +94,13 @@ def collect(root: Path) -> BuildResult:
     jinja = make_env(files)
     facts = reader.site_facts(root)
     jinja.globals.update(built=facts, og=None, cite=None)  # reader features (site_src/reader)
-    md = make_parser()
-    install_render_rules(md)
+    parsers = {flag: make_parser(raw_html=flag) for flag in (False, True)}
+    for md in parsers.values():
+        install_render_rules(md)
     md_env = {"jinja": jinja}
     figures: dict = {}
     for name in order:
-        collect_figures(pages[name], md, md_env, errors, figures)
+        collect_figures(pages[name], parsers[pages[name].meta.get("raw_html") is True], md_env, errors, figures)
 
     cache = FixtureCache()
     honesty = Honesty(root, errors, cache, files=files)
@@ -113,7 +117,13 @@ def collect(root: Path) -> BuildResult:
             if isinstance(page.meta.get(field_name), str):
                 check_prose(page.meta[field_name], page.field_where(field_name), errors)
         resolver = Resolver(root, page.meta.get("bundle"), cache, files=files)
-        rendered = PageRenderer(page, md, resolver, errors, figures, md_env, root).render()
+        md = parsers[page.meta.get("raw_html") is True]
+        renderer = PageRenderer(page, md, resolver, errors, figures, md_env, root)
+        try:
+            rendered = renderer.render()
+        except Exception as exc:  # a bug: reported at the page line, and the other pages still build
+            errors.add(internal_error(exc, page.where(renderer.line)))
+            continue
         honesty.check_page(page, md, md_env, rendered)
         figure_count += rendered.figure_count
         for rel, view in resolver.used.items():
@@ -245,22 +255,26 @@ def _source_view(jinja, config, pages, order, rel: str, data: bytes) -> bytes:
         lines.pop()
     html = jinja.get_template("source.html").render(
         **_common(config, pages, order, None, prefix), path=rel, title=rel, description="",
-        raw_href=rel.rsplit("/", 1)[-1], size=len(data), sha256=sha256(data), lines=lines)
+        raw_href=url_path(rel.rsplit("/", 1)[-1]), size=len(data), sha256=sha256(data), lines=lines)
     return html.encode()
 
 
 def _sitemap(base_url: str, pages) -> bytes:
     base = base_url.rstrip("/") + "/"
-    urls = "".join(f"  <url><loc>{base}{p.url}</loc></url>\n" for p in pages)
+    urls = "".join(f"  <url><loc>{xml_escape(base + url_path(p.url))}</loc></url>\n" for p in pages)
     return ('<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
             f"{urls}</urlset>\n").encode()
 
 
-def write_tree(files: dict[str, bytes], target: Path) -> None:
+def write_tree(files: dict, target: Path) -> None:
     for rel in sorted(files):
         path = target / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(files[rel])
+        data = files[rel]
+        if isinstance(data, CopiedFile):
+            shutil.copyfile(data.path, path)
+        else:
+            path.write_bytes(data)
 
 
 def verify_bundles(target: Path, result: BuildResult) -> None:
@@ -300,7 +314,12 @@ def build(root: Path, out: Path | None = None, keep: bool = True) -> BuildResult
             errors = Errors()
             errors.add(BuildError(why, "--out"))
             return BuildResult(errors)
-    result = collect(root)
+    try:
+        result = collect(root)
+    except Exception as exc:
+        errors = Errors()
+        errors.add(internal_error(exc, "build"))
+        return BuildResult(errors)
     if not result.ok:
         return result
     if not keep:
@@ -332,6 +351,8 @@ def build(root: Path, out: Path | None = None, keep: bool = True) -> BuildResult
         result.errors.add(BuildError(str(exc), "--out"))
     except OSError as exc:
         result.errors.add(BuildError(f"cannot write the site to {out}: {_os_reason(exc)}"))
+    except Exception as exc:
+        result.errors.add(internal_error(exc, "write"))
     return result
 
 

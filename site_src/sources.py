@@ -7,8 +7,10 @@ import hashlib
 from pathlib import Path
 
 from .errors import BuildError
+from .parse import MAX_BYTES
 from .paths import InputRefused
 from .resolve import VIEWABLE
+from .urls import source_path, source_view_path
 
 SKIP_PARTS = ("__pycache__",)
 
@@ -41,14 +43,32 @@ def publish(files, used: dict[str, bool], render_view, errors) -> dict[str, byte
     out = {}
     for rel in sorted(wanted):
         try:
-            data = files.read_bytes(rel)
+            path = files.path(rel)
+            size = path.stat().st_size
         except (InputRefused, OSError) as exc:
             errors.add(BuildError(f"cannot publish: {exc}", rel))
             continue
-        out[f"source/{rel}"] = data
+        out[source_path(rel)] = CopiedFile(path)   # copied when written, never held in memory
         if wanted[rel] or Path(rel).suffix.lower() in VIEWABLE:
-            out[f"source/{rel}.html"] = render_view(rel, data)
+            if size > MAX_BYTES:
+                errors.add(BuildError(f"is {size / 1e6:.1f} MB: a line-numbered view is made for files up to"
+                                      f" {MAX_BYTES // 2**20} MiB; cite it with aggregate stages instead", rel))
+                continue
+            out[source_view_path(rel)] = render_view(rel, path.read_bytes())
     return out
+
+
+class CopiedFile:
+    """An output file that is a copy of an input file: written by copying, compared by content."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def read_bytes(self) -> bytes:
+        return self.path.read_bytes()
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, CopiedFile) and other.path == self.path
 
 
 def sha256(data: bytes) -> str:

@@ -8,6 +8,7 @@ import json
 from html import escape
 
 from . import render
+from .data import size_option
 from .theme import PALETTES, THEMES, vega_config
 from .types import FigureContext, FigureParts, RenderedFigure, Table
 
@@ -39,7 +40,7 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
         out.append(f'<script type="application/json" class="fig-spec">{_payload(specs)}</script>')
     if parts.html:
         out.append(parts.html)
-    out.append(_table_html(dom_id, parts.table, opts.get("table_rows", TABLE_ROWS)))
+    out.append(_table_html(dom_id, parts.table, size_option({"id": figure_id, "options": opts}, "table_rows", TABLE_ROWS, 1, 100_000)))
     out.append(f'<p class="fig-download"><a href="{escape(prefix + csv_name)}" download>'
                f"Download the data (CSV, {len(parts.table.rows)} rows)</a></p>")
     out.append("</div>")

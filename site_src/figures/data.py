@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,27 @@ def options(spec: dict) -> dict:
     if not isinstance(opts, dict):
         raise FigureError(spec_id(spec), "`options` must be a mapping")
     return opts
+
+
+def size_option(spec: dict, name: str, default: int, low: int, high: int) -> int:
+    """An option that sets an output size (pixels, rows, items): a whole number in [low, high]."""
+    value = options(spec).get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise FigureError(spec_id(spec), f"option `{name}` must be a whole number from {low} to {high}, not {value!r}")
+    return value
+
+
+_D3_FORMAT = re.compile(r"(?:.?[<>=^])?[-+( ]?[$#]?0?(?P<width>\d*),?(?:\.(?P<precision>\d+))?~?[a-z%]?")
+
+
+def format_option(spec: dict, name: str, default: str) -> str:
+    """A d3 number format option (`.2f`, `+.3f`); its width and precision set the label size."""
+    value = options(spec).get(name, default)
+    parts = _D3_FORMAT.fullmatch(value) if isinstance(value, str) else None
+    if parts is None or any(int(parts[k] or 0) > 40 for k in ("width", "precision")):
+        raise FigureError(spec_id(spec), f"option `{name}` must be a d3 number format such as .2f"
+                                         f" (width and precision at most 40), not {value!r}")
+    return value
 
 
 def read_rows(ctx: FigureContext, name: str, required=()) -> tuple[Path, list[dict]]:

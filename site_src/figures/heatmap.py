@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import altair as alt
 
-from .data import options, spec_data, spec_id
+from .data import format_option, options, size_option, spec_data, spec_id
 from .types import FigureError, FigureParts, Table
 
 
@@ -35,9 +35,9 @@ def build(spec: dict, ctx) -> FigureParts:
         if not isinstance(cell["value"], (int, float)):
             raise FigureError(spec_id(spec), f"{resolved.location}: cell {cell['row']}/{cell['column']} is not a number")
     domain = opts.get("domain", [-1, 1])
-    fmt = opts.get("format", ".2f")
+    fmt = format_option(spec, "format", ".2f")
     title = opts.get("value_title", "value")
-    size = int(opts.get("cell", 44))
+    size = size_option(spec, "cell", 44, 8, 200)
 
     def chart(p: dict):
         base = alt.Chart(alt.NamedData(name="cells")).encode(

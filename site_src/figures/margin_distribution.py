@@ -22,6 +22,9 @@ def build(spec: dict, ctx) -> FigureParts:
     for row in rows:
         if field not in row:
             raise FigureError(spec_id(spec), f"{path.name}:{row['_line']}: row lacks field {field!r}")
+        value = row[field]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise FigureError(spec_id(spec), f"{path.name}:{row['_line']}: {field} {value!r} is not a number")
         seen.setdefault((row["dimension"], str(row["pair_id"])), row[field])
     values = [{"dimension": d, "pair_id": p, "margin": m} for (d, p), m in seen.items()]
     dims = sorted({v["dimension"] for v in values})

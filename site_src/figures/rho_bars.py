@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import altair as alt
 
-from .data import options, spec_data, spec_id
+from .data import options, size_option, spec_data, spec_id
 from .types import FigureError, FigureParts, Table
 
 
@@ -32,7 +32,7 @@ def build(spec: dict, ctx) -> FigureParts:
             dims.append(dim) if dim not in dims else None
             rows.append({"series": str(item["label"]), "dimension": dim, "rho": float(rho),
                          "sign": "positive" if rho >= 0 else "negative"})
-    width = int(opts.get("width", 220 if len(labels) > 1 else 360))
+    width = size_option(spec, "width", 220 if len(labels) > 1 else 360, 80, 1600)
 
     def chart(p: dict):
         base = alt.Chart()

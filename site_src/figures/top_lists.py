@@ -11,7 +11,7 @@ from html import escape
 
 from bundle_kit import rankstats
 
-from .data import computed, file_receipt, fmt_rank, offdist_counts, ranked_spec, read_rows
+from .data import computed, file_receipt, fmt_rank, offdist_counts, ranked_spec, read_rows, size_option
 from .types import FigureParts, Table
 
 
@@ -19,7 +19,7 @@ def build(spec: dict, ctx) -> FigureParts:
     rs = ranked_spec(spec, ctx)
     opts, mode, attribution, patching, ranked, dimension = (
         rs.opts, rs.mode, rs.attribution, rs.patching, rs.ranked, rs.dimension)
-    n = int(opts.get("n", 10))
+    n = size_option(spec, "n", 10, 1, 200)
     r = ranked[dimension]
     attr_base, patch_base = file_receipt(ctx, attribution), file_receipt(ctx, patching)
     where = f"dimension {dimension}, {mode} patching, over the {len(r.components)} components both files cover"

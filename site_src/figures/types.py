@@ -12,7 +12,7 @@ class FigureError(ValueError):
     """A figure that cannot be drawn: names the figure id and, where known, the fixture and line."""
 
     def __init__(self, figure_id: str, message: str):
-        self.figure_id = figure_id
+        self.figure_id, self.message = figure_id, message
         super().__init__(f"figure {figure_id!r}: {message}")
 
 

@@ -65,12 +65,15 @@ def write_page(root: Path, name: str, body: str, front: str = "title: Bad page\n
     return path
 
 
-def snapshot(path: Path) -> dict[str, str]:
+def snapshot(path: Path, skip: tuple[str, ...] = (".cache",)) -> dict[str, str]:
     """Everything under `path`, links not followed: {relative path: sha256 | 'link -> target' | 'dir MODE'}.
-    Unlike tree_digest it sees .git, empty folders, symbolic links and permissions."""
+    Unlike tree_digest it sees .git, empty folders, symbolic links and permissions. `skip`: the
+    generator's own figure cache (.cache/, git-ignored), which a build may fill before it fails."""
     out = {}
     for folder, dirs, names in os.walk(path, followlinks=False):
         base = Path(folder)
+        if base == path:
+            dirs[:] = [d for d in dirs if d not in skip]
         for name in dirs + names:
             item = base / name
             rel = item.relative_to(path).as_posix()
