@@ -324,26 +324,27 @@ def test_serve_survives_a_crashing_build(site, capsys):
     thread = threading.Thread(target=serve, args=(site, site / "public", port, build_and_report),
                               kwargs={"interval": 0.1, "stop": stop}, daemon=True)
     thread.start()
-    try:
-        deadline = time.time() + 30
-        page = site / "content/explainer.md"
-        for edit in ("first edit", "second edit"):
-            while len(calls) < 1 and time.time() < deadline:
-                time.sleep(0.1)
-            target = len(calls) + 1
-            time.sleep(0.2)
-            page.write_text(page.read_text() + f"\n{edit}\n")
-            while len(calls) < target and time.time() < deadline:
-                time.sleep(0.1)
+    def wait(condition, what):
+        deadline = time.time() + 90
         while time.time() < deadline:
-            try:
-                html = urllib.request.urlopen(f"http://127.0.0.1:{port}/explainer/", timeout=5).read().decode()
-                if "second edit" in html:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.2)
-        assert "second edit" in html and thread.is_alive()
+            if condition():
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    def served() -> str:
+        try:
+            return urllib.request.urlopen(f"http://127.0.0.1:{port}/explainer/", timeout=5).read().decode()
+        except OSError:
+            return ""
+    try:
+        page = site / "content/explainer.md"
+        wait(lambda: "Every reference kind" in served(), "the first build")
+        page.write_text(page.read_text() + "\nfirst edit\n")
+        wait(lambda: len(calls) >= 2, "the rebuild that raises")
+        assert thread.is_alive() and "Every reference kind" in served()
+        page.write_text(page.read_text() + "\nsecond edit\n")
+        wait(lambda: "second edit" in served(), "the rebuild after the crash")
     finally:
         stop.set()
         thread.join(timeout=10)
