@@ -53,9 +53,12 @@ The interface (every family implements all of it):
     score_position(lengths: list[int]) -> list[int]      the scoring token of each sequence
 
 The decoder families (Llama, Mistral, Qwen2, Qwen3, Gemma2) are pre-norm with causal attention
-and read the reward at the last real token; a post-norm encoder (BERT, MiniLM) reads it at the
-first token and sets `residual = "post-norm"`, which tells the attribution that the stream is
-not a plain sum of writes.
+and read the reward at the last real token. A post-norm encoder (BERT, MiniLM) sets
+`residual = "post-norm"`, which tells the attribution that the stream is not a plain sum of
+writes, and `final_norm = None`. The adapter reads the reward as the score row applied to the
+final norm of the stream at the scoring token; a head that reads otherwise (BERT's pooler on
+the first token, the MiniLM reward model's mean over tokens) is where that family's work
+begins.
 
 The families call model internals (`self_attn`, `o_proj`, `rotary_emb`, the norms by name), so
 they are tested against the transformers range pinned in pyproject.toml.
