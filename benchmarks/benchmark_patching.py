@@ -24,6 +24,7 @@ swap, the sweep against `instruments.naive_sweep` (one forward pass per pair, co
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -37,7 +38,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from measure.adapter import Adapter, load, parse_component  # noqa: E402
-from measure.instruments import MODES, StatsAccumulator, naive_sweep, patch_sweep  # noqa: E402
+from measure.instruments import MODES, StatsAccumulator, naive_sweep, patch_ladder, patch_sweep  # noqa: E402
 from measure.jsonio import read_jsonl  # noqa: E402
 from measure.study import ORGANISM_DIR, setup_determinism  # noqa: E402
 
@@ -84,9 +85,10 @@ def run_sweep(adapter, seqs, stats, components, counter, sweep=patch_sweep):
         width = batch.ids.shape[1]
         counter["layer_evals"] += len(rows) * adapter.n_layers
         counter["token_layers"] += len(rows) * adapter.n_layers * width
-        before = counter["layer_evals"]
+        before, tokens = counter["layer_evals"], counter["token_layers"]
         result = sweep(adapter, batch, run, stats, components, ("mean",), counter=counter)
-        counter["token_layers"] += (counter["layer_evals"] - before) * width
+        if counter["token_layers"] == tokens:  # a sweep that does not count its own (padded) tokens
+            counter["token_layers"] += (counter["layer_evals"] - before) * width
         for name in components:
             for p, margin in enumerate(result[(name, "mean")][0].tolist()):
                 out[(s + p, name)] = margin
@@ -169,7 +171,7 @@ def timed(fn, *args):
     return out, time.perf_counter() - wall, time.process_time() - cpu, counter
 
 
-def compare(size: str, use_nnsight: bool, sweeps: dict) -> tuple[float, dict]:
+def compare(size: str, use_nnsight: bool, sweeps: dict, use_hooks: bool = True) -> tuple[float, dict]:
     layers, n_pairs = SIZES[size]
     adapter = random_reward_model(layers)
     seqs = random_pairs(n_pairs)
@@ -181,7 +183,8 @@ def compare(size: str, use_nnsight: bool, sweeps: dict) -> tuple[float, dict]:
             acc.add(adapter, batch, adapter.clean_run(batch))
     stats = acc.finish()
     methods = {label: (lambda a, q, st, c, k, fn=fn: run_sweep(a, q, st, c, k, fn)) for label, fn in sweeps.items()}
-    methods["hooks loop"] = run_hooks
+    if use_hooks:
+        methods["hooks loop"] = run_hooks
     if use_nnsight:
         methods["nnsight"] = run_nnsight
     for fn in methods.values():  # warm every path on one pair so none pays first-call costs
@@ -266,6 +269,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="small,large", help="comma-separated: small (8 layers), large (16)")
     parser.add_argument("--no-nnsight", action="store_true", help="leave nnsight out even if installed")
+    parser.add_argument("--no-hooks", action="store_true", help="leave the hooks loop out")
+    parser.add_argument("--buckets", default="8", help="length buckets of the ladder sweep (comma-separated to compare)")
     parser.add_argument("--organism", action="store_true", help="the older organism check (all modes and heads)")
     parser.add_argument("--model", default="organism", help="with --organism")
     parser.add_argument("--pairs-file", type=Path, default=ORGANISM_DIR / "pairs.jsonl", help="with --organism")
@@ -290,7 +295,9 @@ def main() -> int:
         if size not in SIZES:
             print(f"error: --sizes: unknown size {size!r}; use {', '.join(SIZES)}", file=sys.stderr)
             return 2
-        w, _ratios = compare(size, use_nnsight, {"sweep": patch_sweep})
+        sweeps = {f"ladder/{b}": functools.partial(patch_ladder, buckets=b) for b in map(int, args.buckets.split(","))}
+        sweeps["sweep"] = patch_sweep
+        w, _ratios = compare(size, use_nnsight, sweeps, not args.no_hooks)
         worst = max(worst, w)
     return 0 if worst <= TOLERANCE else 1
 
