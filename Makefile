@@ -21,7 +21,7 @@ serve: setup-site
 # torch first, pinned: a bare range could pull a multi-GB CUDA build.
 setup-test: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[measure,test]'
+	$(BIN)/pip install -q -e '.[measure,test,scale]'
 
 # Debian's Chromium for the browser suite, Java for the Nu HTML checker, and axe-core from npm.
 browser-deps:

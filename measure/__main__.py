@@ -44,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--runs-dir", type=Path, default=None,
                      help="where resumable shards go (default measure_runs/)")
     run.add_argument("--no-progress", action="store_true")
+    run.add_argument("--ray", nargs="?", const="local", default=None, metavar="auto|ADDRESS",
+                     help="measure the shards on Ray: bare, a local instance; 'auto' or an address, a "
+                          "running cluster (one worker per GPU); needs the 'scale' extra")
+    run.add_argument("--ray-cpus", type=int, default=None, help="CPUs of a local Ray instance")
     from .plan import add_arguments as add_plan_arguments
     add_plan_arguments(sub.add_parser("plan", help="estimate a study's work, memory and wall time"))
     args = parser.parse_args(argv)
@@ -69,6 +73,11 @@ def main(argv: list[str] | None = None) -> int:
             return run_from_args(args)
         from .config import StudyConfig
         from .study import run_study
+        if args.ray:
+            from functools import partial
+
+            from .ray_runner import run_study_ray
+            run_study = partial(run_study_ray, address=args.ray, local_cpus=args.ray_cpus)
         result = run_study(StudyConfig(
             model=args.model, study=args.study, out=args.out, device=args.device, dtype=args.dtype,
             dimensions=tuple(args.dimensions.split(",")) if args.dimensions else None,
