@@ -33,15 +33,20 @@ FILE_KINDS = {
     contract.PATCHING: CAUSAL, contract.HEADS_PATCHING: CAUSAL,
 }
 # Words of a key path (split at '/', '_', '-', '.') that give a summary value its kind, first
-# match wins. A rank correlation sets the two methods against each other; so does a gap in key
-# recovery. A value under `counts/` is a count of rows or components: no claim about the model.
+# match wins. A rank correlation sets the two methods against each other. A value under
+# `counts/` is a count of rows or components: it supports no claim about the model.
 WORD_KINDS = (
     ({"rho"}, COMPARISON),
     ({"patching"}, CAUSAL),
     ({"attribution", "lens", "crystallization"}, OBSERVATIONAL),
 )
-COMPARISON_ROOTS = {"key_recovery": {"gap"}}   # root -> words that make a value under it a comparison
 NEUTRAL_ROOTS = {"counts"}
+# The key's own verification (resample ablation, path patching) intervenes on the model.
+CAUSAL_ROOTS = {"key_check"}
+# Key recovery scores the methods against a key: one method's score has that method's kind; a
+# gap, a per-rule or per-organism table of both, or anything naming neither, compares them.
+SCORECARD_ROOTS = {"key_recovery"}
+METHOD_WORDS = {"attribution": OBSERVATIONAL, "patching": CAUSAL}
 
 
 def value_kind(source: str, expression: str) -> str | None:
@@ -55,8 +60,11 @@ def value_kind(source: str, expression: str) -> str | None:
     if not parts or parts[0] in NEUTRAL_ROOTS:
         return None
     words = {w for p in parts for w in re.split(r"[_\-.]", p.lower())}
-    if words & COMPARISON_ROOTS.get(parts[0], set()):
-        return COMPARISON
+    if parts[0] in CAUSAL_ROOTS:
+        return CAUSAL
+    if parts[0] in SCORECARD_ROOTS:
+        methods = {kind for word, kind in METHOD_WORDS.items() if word in words}
+        return methods.pop() if len(methods) == 1 and "gap" not in words else COMPARISON
     for vocabulary, kind in WORD_KINDS:
         if words & vocabulary:
             return kind

@@ -153,8 +153,26 @@ def test_page_claim_supported_by_both_kinds(tmp_path):
     ("bundles/s/golden.json", "golden.json#key_recovery/overall/patching_auc | fmt .3f", claims.CAUSAL),
     ("bundles/s/golden.json", "golden.json#key_recovery/overall/attribution_auc", claims.OBSERVATIONAL),
     ("bundles/s/golden.json", "golden.json#key_recovery/gap/mean_minus_attribution", claims.COMPARISON),
+    ("bundles/s/golden.json", "golden.json#key_recovery/overall/gap_patching_minus_attribution", claims.COMPARISON),
+    ("bundles/s/golden.json", "golden.json#key_recovery/by_rule", claims.COMPARISON),
+    ("bundles/s/golden.json", "golden.json#key_recovery/auc/patching_swap/mean", claims.CAUSAL),
+    ("bundles/s/golden.json", "golden.json#key_check/by_dimension", claims.CAUSAL),
+    ("bundles/s/golden.json", "golden.json#crystallization/mean_depth", claims.OBSERVATIONAL),
+    ("bundles/s/golden.json", "golden.json#rho_by_mode/zero/mean_rho | fmt +.3f minus", claims.COMPARISON),
     ("bundles/s/golden.json", "golden.json#counts/components_patched", None),
     ("bundles/s/golden.json", "golden.json#model", None),
 ])
 def test_value_kinds(source, expression, kind):
     assert claims.value_kind(source, expression) == kind
+
+
+@pytest.mark.parametrize("matrix, claim, error", [
+    ("golden.json#key_check/by_dimension", "causal", False),       # resample ablation intervenes
+    ("golden.json#key_check/by_dimension", "observational", True),
+    ("golden.json#key_recovery/by_rule", "observational vs causal", False),
+    ("golden.json#objective_cosines", "observational", False),     # geometry: nothing replaced
+    ("golden.json#objective_cosines", "causal", True),
+])
+def test_heatmap_takes_the_kind_of_its_matrix(matrix, claim, error):
+    kind = claims.figure_kind("heatmap", claims.value_kind(matrix, matrix))
+    assert (kind != claim) == error
