@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The site's one entry point: build, serve, check, and resolve a reference.
 
-    python build.py                  build into public/ (atomic: a failed build leaves public/ as it was)
+    python build.py                  build into public/ (atomic: a failed build leaves public/ as it was;
+                                     incremental: unchanged pages are reused, --clean renders all)
     python build.py serve            build, serve public/ on 127.0.0.1, rebuild on changes
     python build.py check            build into a temporary directory and report; public/ untouched
     python build.py ref FILE:LINE [KEY]   print a reference's value and receipt
@@ -25,6 +26,8 @@ def _root_args(parser: argparse.ArgumentParser, top: bool = False) -> None:
                         help="repository root holding content/, templates/, bundles/ (default: this repository)")
     parser.add_argument("--out", type=Path, default=None if top else argparse.SUPPRESS,
                         help="output directory (default: ROOT/public)")
+    parser.add_argument("--clean", action="store_true", default=False if top else argparse.SUPPRESS,
+                        help="ignore the incremental cache (.cache/incremental): render every page")
 
 
 def _report(result, verb: str, out: Path | None) -> int:
@@ -36,14 +39,19 @@ def _report(result, verb: str, out: Path | None) -> int:
         return 1
     pages = sum(1 for name in result.files if name.endswith("index.html") and not name.startswith("source/"))
     where = f" into {out}" if out else ""
-    print(f"{verb} ok: {pages} page(s), {len(result.files)} file(s){where}")
+    note = f" ({result.note})" if getattr(result, "note", "") else ""
+    print(f"{verb} ok: {pages} page(s), {len(result.files)} file(s){where}{note}")
     return 0
 
 
 def cmd_build(args) -> int:
-    from site_src.site import build
     out = Path(os.path.abspath(args.out or args.root / "public"))  # never resolve(): public is a link
-    return _report(build(args.root, out), "build", out)
+    from site_src.incremental import up_to_date
+    if not args.clean and up_to_date(args.root, out) is not None:   # before importing the generator
+        print(f"build ok: up to date, nothing changed since the last build into {out}")
+        return 0
+    from site_src.site import build
+    return _report(build(args.root, out, incremental=not args.clean), "build", out)
 
 
 def cmd_check(args) -> int:
@@ -55,7 +63,12 @@ def cmd_serve(args) -> int:
     from site_src.serve import serve
     from site_src.site import build
     out = Path(os.path.abspath(args.out or args.root / "public"))
-    serve(args.root.resolve(), out, args.port, lambda: _report(build(args.root, out), "build", out))
+
+    def build_and_report():   # the result goes to the pages too: reload, or an overlay of its errors
+        result = build(args.root, out, incremental=not args.clean)
+        _report(result, "build", out)
+        return result
+    serve(args.root.resolve(), out, args.port, build_and_report)
     return 0
 
 
@@ -141,14 +154,16 @@ def main(argv: list[str] | None = None) -> int:
 def _use_project_environment() -> None:
     """Run under the repository's .venv when this interpreter lacks the generator's dependencies,
     so `python build.py` works without activating anything; otherwise say what to install."""
-    try:
-        import jinja2, markdown_it, mdit_py_plugins, latex2mathml, yaml, altair, vl_convert  # noqa: F401,E401
-    except ImportError as exc:
+    from importlib.util import find_spec
+    # find_spec, not import: a no-op build must not pay for importing altair and vl-convert
+    missing = [name for name in ("jinja2", "markdown_it", "mdit_py_plugins", "latex2mathml", "yaml", "altair",
+                                 "vl_convert") if find_spec(name) is None]
+    if missing:
         venv_python = HERE / ".venv" / "bin" / "python"
         in_venv = Path(sys.prefix).resolve() == (HERE / ".venv").resolve()
         if venv_python.is_file() and not in_venv:
             os.execv(str(venv_python), [str(venv_python), str(Path(__file__).resolve()), *sys.argv[1:]])
-        sys.exit(f"build.py: missing dependency {exc.name!r}; run `make site` (or `pip install -e .`) first")
+        sys.exit(f"build.py: missing dependency {missing[0]!r}; run `make site` (or `pip install -e .`) first")
 
 
 if __name__ == "__main__":

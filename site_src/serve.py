@@ -1,15 +1,30 @@
-"""`build.py serve`: build, serve public/ on 127.0.0.1, and rebuild when a source file changes."""
+"""`build.py serve`: build, serve public/ on 127.0.0.1, rebuild when a source file changes, and
+tell the open pages: the browser reloads itself after a successful rebuild, and shows a failed
+rebuild's errors as an overlay on the page (the last good site stays served underneath).
+
+Every HTML page served gets one extra tag, `<script src="/__serve/live.js">`; that script listens
+to `/__serve/events` (server-sent events, same host, nothing else is fetched). Each event is the
+state of the latest build: its number, whether it succeeded, its error lines, when it finished.
+The served files on disk are never changed: the tag is added to the response only.
+
+A bad edit never stops the server: any exception of the build is reported like a build error.
+"""
 from __future__ import annotations
 
 import functools
 import http.server
+import json
 import threading
 import time
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from .errors import internal_error
 
-WATCHED = ("content", "templates", "bundles", "quoted")
+WATCHED = ("content", "templates", "bundles", "quoted", "registrations", "reproductions", "data")
+LIVE_PREFIX = "/__serve/"
+LIVE_TAG = b'<script src="/__serve/live.js"></script>'
+KEEPALIVE_S = 10.0
 
 
 def snapshot(root: Path) -> dict:
@@ -18,55 +33,190 @@ def snapshot(root: Path) -> dict:
     state = {}
     for name in WATCHED:
         base = root / name
-        if base.is_dir():
-            for path in base.rglob("*"):
+        try:
+            paths = list(base.rglob("*")) if base.is_dir() else []
+        except OSError:   # a folder removed while it was being listed: look again next time
+            continue
+        for path in paths:
+            try:
                 if path.is_file() and "__pycache__" not in path.parts:
                     stat = path.stat()
                     state[str(path)] = (stat.st_mtime_ns, stat.st_size)
+            except OSError:
+                continue
     return state
 
 
+class BuildState:
+    """The latest build's outcome, and a condition the event streams wait on."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.number = 0
+        self.ok = True
+        self.errors: list[str] = []
+        self.finished = 0.0
+
+    def publish(self, ok: bool, errors: list[str]) -> None:
+        with self.cond:
+            self.number += 1
+            self.ok, self.errors, self.finished = ok, errors, time.time()
+            self.cond.notify_all()
+
+    def as_json(self) -> bytes:
+        return json.dumps({"build": self.number, "ok": self.ok, "errors": self.errors,
+                           "finished_ms": round(self.finished * 1000)}).encode()
+
+
+def run_build(build_and_report, state: BuildState) -> None:
+    """Run one build and publish its outcome; never raises (a broken edit must not stop `serve`)."""
+    try:
+        result = build_and_report()
+    except (Exception, SystemExit) as exc:   # noqa: BLE001 - build() reports its own errors: a last defence
+        lines = [internal_error(exc, "serve").format()]
+        print(f"build failed: error: {lines[0]}", flush=True)
+        state.publish(False, lines)
+        return
+    if hasattr(result, "errors"):
+        state.publish(not result.errors, result.errors.lines() if result.errors else [])
+    else:   # an exit status, as build.py's report returns
+        state.publish(result == 0, [] if result == 0 else ["the build failed: see the terminal for its errors"])
+
+
 class _Handler(http.server.SimpleHTTPRequestHandler):
+    state: BuildState = None   # set per server
+
     def log_message(self, format, *args):  # keep the console for build reports
         pass
 
+    def end_headers(self):
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
 
-def _guarded(build_and_report):
-    """Run one rebuild; whatever it raises is printed on one line and the server goes on."""
-    try:
-        build_and_report()
-    except Exception as exc:  # build() reports its own errors; this is the last line of defence
-        print(f"error: {internal_error(exc, 'serve').format()}", flush=True)
+    def do_GET(self):
+        path = unquote(urlsplit(self.path).path)
+        if path == LIVE_PREFIX + "live.js":
+            return self._send(LIVE_JS, "text/javascript; charset=utf-8")
+        if path == LIVE_PREFIX + "state":
+            return self._send(self.state.as_json(), "application/json")
+        if path == LIVE_PREFIX + "events":
+            return self._events()
+        local = Path(self.translate_path(path))
+        if local.is_dir() and path.endswith("/"):
+            local = local / "index.html"
+        if local.suffix == ".html" and local.is_file():
+            try:
+                html = local.read_bytes()
+            except OSError:
+                return super().do_GET()
+            return self._send(inject(html), "text/html; charset=utf-8")
+        return super().do_GET()
+
+    def _send(self, body: bytes, kind: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _events(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        state, seen = self.state, -1
+        try:
+            while not getattr(self.server, "stopping", False):
+                with state.cond:
+                    if state.number == seen:
+                        state.cond.wait(KEEPALIVE_S)
+                    number, payload = state.number, state.as_json()
+                if number != seen:
+                    self.wfile.write(b"data: " + payload + b"\n\n")
+                    seen = number
+                else:
+                    self.wfile.write(b": keepalive\n\n")
+                self.wfile.flush()
+        except OSError:
+            pass   # the page went away
 
 
-def _snapshot(root: Path) -> dict:
-    try:
-        return snapshot(root)
-    except OSError:   # a file removed while it was being listed: look again next time
-        return {}
+def inject(html: bytes) -> bytes:
+    """The page with the live-reload tag before </body> (or at the end)."""
+    at = html.rfind(b"</body>")
+    return html + LIVE_TAG if at < 0 else html[:at] + LIVE_TAG + html[at:]
 
 
-def serve(root: Path, out: Path, port: int, build_and_report, interval: float = 0.5,
+def serve(root: Path, out: Path, port: int, build_and_report, interval: float = 0.3,
           stop: threading.Event | None = None) -> None:
-    _guarded(build_and_report)
-    handler = functools.partial(_Handler, directory=str(out))
+    state = BuildState()
+    run_build(build_and_report, state)
+    handler = functools.partial(type("Handler", (_Handler,), {"state": state}), directory=str(out))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
     host, real_port = server.server_address[:2]
-    print(f"Serving {out} at http://{host}:{real_port}/ (Ctrl-C to stop)", flush=True)
+    print(f"Serving {out} at http://{host}:{real_port}/ (Ctrl-C to stop; pages reload after each rebuild)",
+          flush=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     stop = stop or threading.Event()
-    seen = _snapshot(root)
+    seen = snapshot(root)
     try:
         while not stop.wait(interval):
-            now = _snapshot(root)
+            now = snapshot(root)
             if now != seen:
                 seen = now
                 print("Change detected: rebuilding", flush=True)
-                _guarded(build_and_report)
-                seen = _snapshot(root)
+                run_build(build_and_report, state)
+                seen = snapshot(root)
     except KeyboardInterrupt:
         pass
     finally:
+        server.stopping = True
+        with state.cond:
+            state.cond.notify_all()
         server.shutdown()
         server.server_close()
+
+
+LIVE_JS = r"""// build.py serve: reload after a successful rebuild, show a failed one's errors (site_src/serve.py)
+(function () {
+  "use strict";
+  var first = null;
+  function overlay(errors) {
+    var box = document.getElementById("serve-errors");
+    if (!box) {
+      box = document.createElement("div");
+      box.id = "serve-errors";
+      box.setAttribute("role", "alert");
+      box.style.cssText = "position:fixed;inset:0;z-index:2147483647;overflow:auto;padding:2rem;" +
+        "background:rgba(20,20,20,.94);color:#fff;font:14px/1.5 ui-monospace,monospace;";
+      var title = document.createElement("h2");
+      title.textContent = "The rebuild failed: this page is the last good build";
+      title.style.cssText = "margin:0 0 1rem;font:bold 18px/1.3 system-ui,sans-serif;color:#ffb4a8;";
+      var close = document.createElement("button");
+      close.type = "button";
+      close.textContent = "Hide";
+      close.style.cssText = "float:right;font:inherit;padding:.2rem .8rem;";
+      close.addEventListener("click", function () { box.hidden = true; });
+      var pre = document.createElement("pre");
+      pre.style.cssText = "white-space:pre-wrap;margin:0;";
+      box.append(close, title, pre);
+      document.body.appendChild(box);
+    }
+    box.hidden = false;
+    box.querySelector("pre").textContent = errors.join("\n");
+  }
+  function clear() {
+    var box = document.getElementById("serve-errors");
+    if (box) box.remove();
+  }
+  var source = new EventSource("/__serve/events");
+  source.onmessage = function (event) {
+    var state = JSON.parse(event.data);
+    if (first === null) first = state.build;
+    if (!state.ok) { overlay(state.errors.length ? state.errors : ["the build failed"]); return; }
+    if (state.build !== first) { source.close(); location.reload(); return; }
+    clear();
+  };
+})();
+""".encode()

@@ -17,6 +17,7 @@ from .config import load_config, order_pages
 from .errors import BuildError, Errors, internal_error
 from .fixtures import FixtureCache
 from .honesty import Honesty
+from .incremental import PageMemo, record, up_to_date
 from .markdown import make_parser
 from .pages import PROSE_FIELDS, discover, load_page
 from .render import PageRenderer, check_prose, collect_figures, install_render_rules
@@ -35,6 +36,8 @@ class BuildResult:
     errors: Errors
     files: dict = field(default_factory=dict)
     bundle_pages: list = field(default_factory=list)   # (page output path, Bundle)
+    note: str = ""                                     # e.g. how many pages were reused (site_src/incremental.py)
+    memo: object = field(default=None, repr=False)     # the page cache of this build
 
     @property
     def ok(self) -> bool:
@@ -66,8 +69,9 @@ def make_env(files: RepoFiles) -> jinja2.Environment:
     return env
 
 
-def collect(root: Path) -> BuildResult:
-    """Render everything in memory; every error is collected, none stops the build early."""
+def collect(root: Path, incremental: bool = False) -> BuildResult:
+    """Render everything in memory; every error is collected, none stops the build early.
+    With `incremental`, pages whose inputs did not change come from the page cache."""
     root = root.resolve()
     errors = Errors()
     try:
@@ -101,6 +105,8 @@ def collect(root: Path) -> BuildResult:
     figures: dict = {}
     for name in order:
         collect_figures(pages[name], parsers[pages[name].meta.get("raw_html") is True], md_env, errors, figures)
+    memo = PageMemo(root, files, enabled=incremental)
+    memo.set_site(pages, order, figures)
 
     cache = FixtureCache()
     honesty = Honesty(root, errors, cache, files=files)
@@ -116,29 +122,35 @@ def collect(root: Path) -> BuildResult:
         for field_name in PROSE_FIELDS:
             if isinstance(page.meta.get(field_name), str):
                 check_prose(page.meta[field_name], page.field_where(field_name), errors)
-        resolver = Resolver(root, page.meta.get("bundle"), cache, files=files)
-        md = parsers[page.meta.get("raw_html") is True]
-        renderer = PageRenderer(page, md, resolver, errors, figures, md_env, root)
-        try:
-            rendered = renderer.render()
-        except Exception as exc:  # a bug: reported at the page line, and the other pages still build
-            errors.add(internal_error(exc, page.where(renderer.line)))
-            continue
-        honesty.check_page(page, md, md_env, rendered)
-        figure_count += rendered.figure_count
-        for rel, view in resolver.used.items():
-            used[rel] = used.get(rel, False) or view
-        out.update(rendered.files)
+        reused = memo.replay(page, out, used)      # site_src/incremental.py: None means render it
+        if reused is None:
+            resolver = Resolver(root, page.meta.get("bundle"), cache, files=files)
+            md = parsers[page.meta.get("raw_html") is True]
+            renderer = PageRenderer(page, md, resolver, errors, figures, md_env, root)
+            try:
+                rendered = renderer.render()
+            except Exception as exc:  # a bug: reported at the page line, and the other pages still build
+                errors.add(internal_error(exc, page.where(renderer.line)))
+                continue
+            honesty.check_page(page, md, md_env, rendered)
+            for rel, view in resolver.used.items():
+                used[rel] = used.get(rel, False) or view
+            out.update(rendered.files)
+        figure_count += rendered.figure_count if reused is None else reused
         bundle = None
         if page.is_study and isinstance(page.meta.get("bundle"), str) and files.listed(f"bundles/{page.meta['bundle']}")[0]:
             bundle = _bundle(files, page, bundles, errors)
         study = honesty.study(page, bundle) if bundle is not None else None
+        if bundle is not None:
+            bundle_pages.append((page.out_path, bundle))
+        if reused is not None:
+            continue
         extra, extra_files = reader.page_extras(root, config, page, rendered.html, bundle, "../" * page.depth, facts)
         out.update(extra_files)
         try:
             out[page.out_path] = _page_html(jinja, config, page, pages, order, rendered, bundle, study, extra).encode()
-            if bundle is not None:
-                bundle_pages.append((page.out_path, bundle))
+            memo.store(page, {**rendered.files, **extra_files, page.out_path: out[page.out_path]}, resolver.used,
+                       rendered.figure_count, bundle.name if bundle is not None else None)
         except jinja2.TemplateError as exc:
             errors.add(BuildError(f"template error: {exc}", page.where()))
     if bundles:
@@ -161,14 +173,15 @@ def collect(root: Path) -> BuildResult:
         out[f"assets/{rel[len('templates/static/'):]}"] = files.read_bytes(rel)
     if figure_count:
         try:
-            assets = importlib.import_module("site_src.figures").figure_assets(root / ".cache" / "figures")
+            assets = memo.figure_assets(lambda: importlib.import_module("site_src.figures").figure_assets(
+                root / ".cache" / "figures"))
             out.update({f"assets/{name}": data for name, data in assets.items()})
         except Exception as exc:
             errors.add(BuildError(f"figures: cannot produce the figure assets: {exc}"))
     if config.base_url:
         out["sitemap.xml"] = _sitemap(config.base_url, [pages[n] for n in order])
     _check_outputs(out, errors)
-    return BuildResult(errors, out, bundle_pages)
+    return BuildResult(errors, out, bundle_pages, note=memo.summary() if incremental else "", memo=memo)
 
 
 def _check_outputs(out: dict, errors) -> None:
@@ -298,12 +311,14 @@ def _index_search(target: Path, result: BuildResult) -> None:
             result.errors.add(BuildError(str(exc)))
 
 
-def build(root: Path, out: Path | None = None, keep: bool = True) -> BuildResult:
+def build(root: Path, out: Path | None = None, keep: bool = True, incremental: bool = True) -> BuildResult:
     """Build into a fresh build folder beside `out`; on success point `out` at it with one rename,
     else leave `out` as it was (see site_src/paths.py for what may be written where).
 
     With keep=False (the `check` command) the site is written to a temporary folder, checked and
-    removed; `out` is never touched.
+    removed; `out` is never touched. With `incremental` (not for `check`), a build whose inputs did
+    not change stops before rendering, and unchanged pages are reused (site_src/incremental.py);
+    incremental=False is a clean build.
     """
     root = root.resolve()
     out = Path(os.path.abspath(out or root / "public"))
@@ -314,8 +329,13 @@ def build(root: Path, out: Path | None = None, keep: bool = True) -> BuildResult
             errors = Errors()
             errors.add(BuildError(why, "--out"))
             return BuildResult(errors)
+    incremental = incremental and keep
+    if incremental:
+        same = up_to_date(root, out)
+        if same is not None:
+            return BuildResult(Errors(), same, note="up to date: nothing changed")
     try:
-        result = collect(root)
+        result = collect(root, incremental)
     except Exception as exc:
         errors = Errors()
         errors.add(internal_error(exc, "build"))
@@ -344,6 +364,9 @@ def build(root: Path, out: Path | None = None, keep: bool = True) -> BuildResult
                 if result.ok:
                     target_folder.swap(staging)
                     swapped = True
+                    if incremental:
+                        result.memo.commit()
+                        record(root, out, result.files)
             finally:
                 if not swapped:
                     target_folder.discard(staging)

@@ -77,6 +77,9 @@ def test_public_is_a_link_flipped_onto_each_new_build(site):
     first = _live(site)
     assert (site / "public").is_symlink() and not os.path.isabs(os.readlink(site / "public"))
     assert (first / ".site-build").is_file() and (first / "index.html").is_file()
+    assert run(site) == 0 and _live(site) == first   # nothing changed: the incremental build stops
+    with open(site / "content/index.md", "a") as handle:
+        handle.write("\n")
     assert run(site) == 0
     second = _live(site)
     assert second != first and not first.exists()   # the older build is collected

@@ -1,0 +1,361 @@
+"""Incremental builds: skip a build whose inputs did not change, and re-render only the pages whose
+inputs did. The output stays byte-identical to a clean build (tests/generator/test_incremental.py
+checks it over a sequence of edits).
+
+Two layers, both keyed by sha256 digests and kept in ROOT/.cache/incremental/ (a cache: deleting
+it only makes the next build a clean one):
+
+- **No-op.** `up_to_date(root, out)` hashes every file git lists in the repository (tracked and
+  untracked, not ignored), the HEAD commit and whether the tree is dirty (the footer names both),
+  the generator's version and the output folder's files. When all of it equals what the last
+  successful build into `out` recorded, the build stops there, before anything imports jinja2,
+  altair or vl-convert.
+- **Pages.** `PageMemo` keys each page by its source, every fixture and bundle file it resolved
+  against (recorded while it rendered), the navigation (every page's title, URL, number, summary,
+  trust), the figure numbers it shows or links to, `content/site.yaml`, registrations/ and
+  reproductions/, the commit, and the generator's version (site_src/, safe_io/, bundle_kit/,
+  templates/ and the versions of the libraries that draw the output). A page whose key and
+  recorded inputs are unchanged is taken from the cache instead of being rendered; everything
+  else of the site (bundles, source views, registration pages, search index) is rebuilt, and the
+  whole site is written to a fresh folder and swapped in as before.
+
+File digests are memoized by (size, mtime, ctime, inode), as git's index does; a digest is reused
+only for a file that was already more than two seconds old when it was hashed, so an edit inside
+the file system's timestamp granularity is never missed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+FORMAT = 1
+STATE = Path(".cache") / "incremental"
+TRUST_AFTER_NS = 2_000_000_000
+# the libraries whose version can change the bytes of the output
+LIBRARIES = ("jinja2", "markupsafe", "markdown-it-py", "mdit-py-plugins", "latex2mathml", "pyyaml",
+             "altair", "vl-convert-python", "pagefind", "pagefind-bin")
+_FIG_LINK = re.compile(r"\[\[fig:([A-Za-z0-9][A-Za-z0-9_-]*)\]\]")
+_PACKAGE_DIRS = ("site_src", "safe_io", "bundle_kit")
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _json_sha(value) -> str:
+    return _sha(json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode())
+
+
+class Digests:
+    """sha256 of files, memoized by stat signature (see the module docstring)."""
+
+    def __init__(self, old: dict):
+        self.old = old
+        self.new: dict[str, list] = {}
+
+    def file(self, path: Path) -> str:
+        key = str(path)
+        if key in self.new:
+            return self.new[key][1]
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return "missing"
+        if os.path.islink(path):
+            return "link:" + os.readlink(path)
+        if not os.path.isfile(path):
+            return "not-a-file"
+        sig = [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+        prev = self.old.get(key)
+        if (prev and prev[0] == sig and prev[2] - info.st_mtime_ns > TRUST_AFTER_NS
+                and prev[2] - info.st_ctime_ns > TRUST_AFTER_NS):
+            self.new[key] = prev
+            return prev[1]
+        now = time.time_ns()
+        try:
+            digest = _sha(Path(path).read_bytes())
+        except OSError:
+            return "unreadable"
+        self.new[key] = [sig, digest, now]
+        return digest
+
+
+def _git(root: Path, *args: str) -> bytes:
+    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=60)
+    if done.returncode != 0:
+        raise OSError(done.stderr.decode("utf-8", "replace").strip())
+    return done.stdout
+
+
+class State:
+    """The cache folder: state.json (digests, page entries, outputs) and content-addressed blobs."""
+
+    def __init__(self, root: Path):
+        self.folder = Path(root) / STATE
+        self.path = self.folder / "state.json"
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if data.get("format") != FORMAT:
+                data = {}
+        except (OSError, ValueError):
+            data = {}
+        self.data = {"format": FORMAT, "digests": data.get("digests", {}), "pages": data.get("pages", {}),
+                     "outputs": data.get("outputs", {}), "assets": data.get("assets", {})}
+        self.digests = Digests(self.data["digests"])
+
+    def blob(self, digest: str) -> bytes | None:
+        """Stored bytes, or None when missing or damaged (then the page is rendered again)."""
+        try:
+            data = (self.folder / "blobs" / digest[:2] / digest).read_bytes()
+        except OSError:
+            return None
+        return data if _sha(data) == digest else None
+
+    def put_blob(self, data: bytes) -> str:
+        digest = _sha(data)
+        path = self.folder / "blobs" / digest[:2] / digest
+        if not path.is_file():
+            _write_atomic(path, data)
+        return digest
+
+    def save(self) -> None:
+        self.data["digests"] = {**self.data["digests"], **self.digests.new}
+        live = set(self.digests.new)
+        self.data["digests"] = {k: v for k, v in self.data["digests"].items() if k in live}
+        _write_atomic(self.path, json.dumps(self.data, sort_keys=True).encode())
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- the generator's version
+
+def generator_version(digests: Digests, root: Path) -> str:
+    """The running generator's code (site_src/, safe_io/, bundle_kit/ of *this* checkout), the
+    site's templates/, the Python version and the libraries that shape the output."""
+    here = Path(__file__).resolve().parents[1]
+    parts = [sys.version, FORMAT]
+    for name in _PACKAGE_DIRS:
+        base = here / name
+        for path in sorted(base.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                parts.append((path.relative_to(here).as_posix(), digests.file(path)))
+    templates = Path(root) / "templates"
+    for path in sorted(templates.rglob("*")) if templates.is_dir() else ():
+        if path.is_file():
+            parts.append((path.relative_to(root).as_posix(), digests.file(path)))
+    for lib in LIBRARIES:
+        try:
+            parts.append((lib, metadata.version(lib)))
+        except metadata.PackageNotFoundError:
+            parts.append((lib, None))
+    return _json_sha(parts)
+
+
+def _facts_key(root: Path) -> list:
+    """HEAD and dirtiness, which every page's footer shows (site_src/reader/facts.py)."""
+    from safe_io import git_state
+    return list(git_state(root))
+
+
+# ---------------------------------------------------------------- layer 1: the no-op build
+
+def _tree_key(root: Path, out: Path, state: State) -> str | None:
+    try:
+        tracked = _git(root, "ls-files", "-z", "--cached").split(b"\0")
+        others = _git(root, "ls-files", "-z", "--others", "--exclude-standard").split(b"\0")
+    except OSError:
+        return None
+    names = sorted({n.decode("utf-8", "surrogateescape") for n in tracked + others if n})
+    files = [(n, digests) for n, digests in ((n, state.digests.file(root / n)) for n in names)]
+    return _json_sha([FORMAT, str(out), generator_version(state.digests, root), _facts_key(root),
+                      [n.decode("utf-8", "surrogateescape") for n in tracked if n], files])
+
+
+def _output_signature(folder: Path) -> list:
+    """Every entry under the build folder (the search index and the stamp included), with its
+    size, mtime and inode: a file added, removed or touched there makes the next build a real one."""
+    sig = []
+    for top, dirs, names in os.walk(folder):
+        dirs.sort()
+        for name in sorted(names + [d for d in dirs if os.path.islink(os.path.join(top, d))]):
+            path = os.path.join(top, name)
+            info = os.lstat(path)
+            sig.append([os.path.relpath(path, folder), info.st_size, info.st_mtime_ns, info.st_ino])
+    return sig
+
+
+def up_to_date(root: Path, out: Path) -> dict | None:
+    """{output path: bytes} of the site already at `out`, when nothing it was built from changed
+    since; else None (then build, and call `record` after a successful swap)."""
+    root = Path(root).resolve()
+    state = State(root)
+    entry = state.data["outputs"].get(str(out))
+    key = _tree_key(root, out, state)
+    _LAST[str(out)] = (key, state)
+    if not entry or key is None or entry.get("key") != key or not os.path.islink(out):
+        return None
+    live = Path(os.path.realpath(out))
+    try:
+        if str(live) != entry.get("folder") or _output_signature(live) != entry.get("signature"):
+            return None
+    except OSError:
+        return None
+    from .paths import OutputFolder
+    folder = OutputFolder(out, root)
+    try:
+        with folder.locked():   # as a real build does: collect what killed builds left behind
+            folder.collect()
+            if Path(os.path.realpath(out)) != live:
+                return None     # another build swapped in meanwhile
+            return {rel: (live / rel).read_bytes() for rel in entry["files"]}
+    except OSError:
+        return None
+
+
+_LAST: dict = {}
+
+
+def record(root: Path, out: Path, files: dict) -> None:
+    """After a successful swap: remember what `out` now holds and what it was built from."""
+    root = Path(root).resolve()
+    key, state = _LAST.pop(str(out), (None, None))
+    if state is None:
+        state = State(root)
+        key = _tree_key(root, out, state)
+    if key is None or not os.path.islink(out):
+        return
+    live = Path(os.path.realpath(out))
+    names = sorted(files)
+    fresh = State(root)   # a page memo may have saved since `state` was read
+    fresh.digests.new.update(state.digests.new)
+    fresh.data["outputs"] = {k: v for k, v in fresh.data["outputs"].items() if os.path.lexists(k)}
+    fresh.data["outputs"][str(out)] = {"key": key, "folder": str(live), "files": names,
+                                       "signature": _output_signature(live)}
+    fresh.save()
+
+
+# ---------------------------------------------------------------- layer 2: pages
+
+class PageMemo:
+    """Per-page cache inside one build (see the module docstring). `enabled=False` renders every
+    page and stores nothing: a clean build."""
+
+    def __init__(self, root: Path, files, config_rel: str = "content/site.yaml", enabled: bool = True):
+        self.enabled = enabled
+        self.root = Path(root).resolve()
+        self.files = files
+        self.rendered: list[str] = []
+        self.reused: list[str] = []
+        if not enabled:
+            return
+        self.state = State(self.root)
+        digests = self.state.digests
+        listing = sorted(n for n in files.tracked | files.untracked
+                         if n == config_rel or n.startswith(("registrations/", "reproductions/")))
+        self.context = _json_sha([generator_version(digests, self.root), _facts_key(self.root),
+                                  [(n, n in files.tracked, digests.file(self.root / n)) for n in listing]])
+        self.nav = ""
+        self.figures: dict = {}
+        self.pending: dict[str, dict] = {}
+
+    def set_site(self, pages: dict, order: list, figures: dict) -> None:
+        """The navigation and numbering every page shows: called once the figures are numbered."""
+        if not self.enabled:
+            return
+        self.nav = _json_sha([[n, pages[n].url, pages[n].number, pages[n].is_study,
+                               *(pages[n].meta.get(k) for k in ("title", "nav_title", "summary", "trust"))]
+                              for n in order])
+        self.figures = figures
+
+    def _key(self, page) -> str:
+        own = sorted((i.id, i.number, i.line) for i in self.figures.values() if i.page is page)
+        links = sorted({m for m in _FIG_LINK.findall(page.body)})
+        shown = [(f, self.figures[f].page.url, self.figures[f].number, self.figures[f].page is page)
+                 if f in self.figures else (f, None) for f in links]
+        return _json_sha([self.context, self.nav, page.repo_rel, self._dep(page.repo_rel), own, shown])
+
+    def _dep(self, rel: str) -> str:
+        why = self.files.refusal(rel)
+        return f"refused: {why}" if why else self.state.digests.file(self.root / rel)
+
+    def _listing(self, folder: str) -> str:
+        return _json_sha(self.files.listed(folder)[0])
+
+    def replay(self, page, out: dict, used: dict) -> int | None:
+        """Put a cached page's files into `out` and its fixtures into `used`; its figure count, or
+        None when the page must be rendered."""
+        if not self.enabled:
+            return None
+        entry = self.state.data["pages"].get(page.repo_rel)
+        if not entry or entry.get("key") != self._key(page):
+            return None
+        for dep, digest in entry["deps"].items():
+            now = self._listing(dep[len("listing:"):]) if dep.startswith("listing:") else self._dep(dep)
+            if now != digest:
+                return None
+        blobs = {}
+        for rel, digest in entry["files"].items():
+            data = self.state.blob(digest)
+            if data is None:
+                return None
+            blobs[rel] = data
+        out.update(blobs)
+        for rel, view in entry["used"].items():
+            used[rel] = used.get(rel, False) or view
+        self.reused.append(page.rel)
+        return entry["figure_count"]
+
+    def store(self, page, produced: dict, used: dict, figure_count: int, bundle: str | None) -> None:
+        """Remember a rendered page: kept only if the whole build succeeds (`commit`)."""
+        self.rendered.append(page.rel)
+        if not self.enabled:
+            return
+        deps = {rel: self._dep(rel) for rel in sorted(used)}
+        if bundle:
+            deps[f"listing:bundles/{bundle}"] = self._listing(f"bundles/{bundle}")
+            for rel in self.files.listed(f"bundles/{bundle}")[0]:
+                deps[rel] = self._dep(rel)
+        self.pending[page.repo_rel] = {"key": self._key(page), "deps": deps, "used": dict(used),
+                                       "figure_count": figure_count, "produced": produced}
+
+    def figure_assets(self, make) -> dict:
+        """The figure runtime files: the same for one generator version, so cached by it."""
+        if self.enabled:
+            entry = self.state.data["assets"]
+            if entry.get("key") == self.context:
+                blobs = {rel: self.state.blob(d) for rel, d in entry["files"].items()}
+                if all(v is not None for v in blobs.values()):
+                    return blobs
+        assets = make()
+        if self.enabled:
+            self._assets = assets
+        return assets
+
+    def commit(self) -> None:
+        """The build succeeded: save the rendered pages' entries (and the figure assets)."""
+        if not self.enabled:
+            return
+        pages = self.state.data["pages"]
+        for rel, entry in self.pending.items():
+            produced = entry.pop("produced")
+            entry["files"] = {name: self.state.put_blob(data) for name, data in sorted(produced.items())}
+            pages[rel] = entry
+        if getattr(self, "_assets", None) is not None:
+            self.state.data["assets"] = {"key": self.context,
+                                         "files": {n: self.state.put_blob(d) for n, d in self._assets.items()}}
+        self.state.save()
+
+    def summary(self) -> str:
+        return f"{len(self.rendered)} rendered, {len(self.reused)} reused"

@@ -1,0 +1,171 @@
+"""Incremental builds (site_src/incremental.py): after each edit of a sequence, the incremental
+output is byte-identical to a clean build of the same tree, only the pages the edit touches are
+rendered again, and a no-op build stops before importing the figure libraries."""
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from site_src.site import build
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO_PAGE = """---
+title: An added page
+summary: A page added and removed by the incremental-build test.
+trust: exploratory
+claim: observational vs causal
+---
+
+## What it shows
+
+The demo value is {{ data/incr-demo.json#value }}, read from a fixture of its own.
+"""
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.org",
+                           "-c", "commit.gpgsign=false", *args], capture_output=True, text=True, check=True).stdout
+
+
+def tree(path: Path) -> dict[str, str]:
+    return {p.relative_to(path).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    """The repository's committed site (real studies, figures, registrations), cloned with history."""
+    root = tmp_path_factory.mktemp("incr") / "repo"
+    git(REPO, "clone", "-q", "--local", "--no-hardlinks", str(REPO), str(root))
+    # every footer says whether the tree has uncommitted changes, so the first edit after a commit
+    # rebuilds every page; start dirty, as an author at work does
+    with open(root / "README.md", "a", encoding="utf-8") as handle:
+        handle.write("\nAn uncommitted line.\n")
+    return root
+
+
+def edit(root: Path, rel: str, old: str, new: str) -> None:
+    path = root / rel
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{rel} no longer holds {old!r}: update the test's edit"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def check_same_as_clean(root: Path, out: Path, clean: Path, rendered: set | None) -> None:
+    result = build(root, out)
+    assert result.ok, "\n".join(result.errors.lines())
+    memo = result.memo
+    reference = build(root, clean, incremental=False)
+    assert reference.ok, "\n".join(reference.errors.lines())
+    incremental, fresh = tree(out), tree(clean)
+    differ = sorted(k for k in incremental.keys() | fresh.keys() if incremental.get(k) != fresh.get(k))
+    assert not differ, f"incremental output differs from a clean build in {differ[:10]}"
+    if rendered is not None:
+        assert set(memo.rendered) == rendered, (memo.rendered, memo.reused)
+
+
+def test_edit_sequence_matches_clean_builds(clone, tmp_path):
+    out, clean = tmp_path / "public", tmp_path / "clean"
+    first = build(clone, out)
+    assert first.ok, "\n".join(first.errors.lines())
+    pages = set(first.memo.rendered)
+    assert {"index.md", "studies/organism.md", "published-figures.md"} <= pages
+
+    again = build(clone, out)
+    assert again.ok and again.note.startswith("up to date") and again.memo is None
+
+    # a prose edit: that page only
+    edit(clone, "content/interpreting-results-honestly.md", "\n## ", "\nAn added sentence, without figures.\n\n## ")
+    check_same_as_clean(clone, out, clean, {"interpreting-results-honestly.md"})
+
+    # a page added with a fixture of its own (nav and the home page's listing change: every page)
+    (clone / "data").mkdir(exist_ok=True)
+    (clone / "data/incr-demo.json").write_text(json.dumps({"value": 0.25}) + "\n")
+    (clone / "content/incr-demo.md").write_text(DEMO_PAGE)
+    git(clone, "add", "data/incr-demo.json", "content/incr-demo.md")
+    check_same_as_clean(clone, out, clean, pages | {"incr-demo.md"})
+
+    # a fixture edit: only the page that resolves against it
+    (clone / "data/incr-demo.json").write_text(json.dumps({"value": 0.5}) + "\n")
+    check_same_as_clean(clone, out, clean, {"incr-demo.md"})
+    assert "0.5" in (out / "incr-demo/index.html").read_text()
+
+    # a figure option (its caption) on the study page: that page only
+    edit(clone, "content/studies/organism.md", "caption: ", "caption: Edited. ")
+    check_same_as_clean(clone, out, clean, {"studies/organism.md"})
+
+    # a navigation change (a title every page's navigation shows): every page
+    edit(clone, "content/observational-vs-causal.md", "title: ", "title: Renamed ")
+    check_same_as_clean(clone, out, clean, pages | {"incr-demo.md"})
+
+    # a template edit: every page
+    edit(clone, "templates/page.html", "</article>", "</article>\n<!-- edited -->")
+    check_same_as_clean(clone, out, clean, pages | {"incr-demo.md"})
+
+    # a failed build changes nothing and caches nothing; fixing it rebuilds the page
+    (clone / "data/incr-demo.json").write_text("{broken\n")
+    failed = build(clone, out)
+    assert not failed.ok
+    (clone / "data/incr-demo.json").write_text(json.dumps({"value": 0.75}) + "\n")
+    check_same_as_clean(clone, out, clean, {"incr-demo.md"})
+
+    # the page removed again: every page (navigation), and its output is gone
+    git(clone, "rm", "-q", "-f", "content/incr-demo.md", "data/incr-demo.json")
+    check_same_as_clean(clone, out, clean, pages)
+    assert not (out / "incr-demo").exists()
+
+
+def test_figure_numbering_change_rebuilds_the_pages_that_show_it(clone, tmp_path):
+    out, clean = tmp_path / "public", tmp_path / "clean"
+    assert build(clone, out).ok
+    # a figure moved ahead of the others on its page renumbers them; a page linking to one of them
+    # (published-figures links its own figure only) is untouched
+    text = (clone / "content/studies/organism.md").read_text()
+    blocks = text.split("```figure")
+    assert len(blocks) >= 3, "the study page needs two figures for this test"
+    first, second = blocks[1], blocks[2]
+    first_block, first_rest = first.split("```", 1)
+    second_block, second_rest = second.split("```", 1)
+    swapped = blocks[0] + "```figure" + second_block + "```" + first_rest + "```figure" + first_block + "```" + second_rest
+    (clone / "content/studies/organism.md").write_text("```figure".join([swapped, *blocks[3:]]))
+    linked = {"studies/organism.md"} | {p.relative_to(clone / "content").as_posix()
+                                        for p in (clone / "content").rglob("*.md")
+                                        if p.name != "organism.md" and any(
+                                            f"[[fig:{fid}]]" in p.read_text() for fid in _ids(first_block + second_block))}
+    check_same_as_clean(clone, out, clean, linked)
+
+
+def _ids(text: str) -> list[str]:
+    return [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("id:")]
+
+
+def test_noop_build_does_not_import_the_figure_libraries(clone, tmp_path):
+    out = tmp_path / "public"
+    assert build(clone, out).ok
+    probe = ("import sys, build; rc = build.main(['--root', sys.argv[1], '--out', sys.argv[2]]); "
+             "print(rc, sorted({m.split('.')[0] for m in sys.modules} & {'altair', 'vl_convert', 'pandas', 'jinja2'}))")
+    done = subprocess.run([sys.executable, "-c", probe, str(clone), str(out)], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "up to date" in done.stdout
+    assert done.stdout.strip().endswith("0 []"), done.stdout
+
+
+def test_noop_notices_a_damaged_output(clone, tmp_path):
+    out = tmp_path / "public"
+    assert build(clone, out).ok
+    index = out / "index.html"
+    good = index.read_bytes()
+    index.write_bytes(good + b"<!-- tampered -->")
+    result = build(clone, out)
+    assert result.ok and not result.note.startswith("up to date")
+    assert (out / "index.html").read_bytes() == good
+    (out / "stale.txt").write_text("not made by the build")
+    result = build(clone, out)
+    assert result.ok and not result.note.startswith("up to date")
+    assert not (out / "stale.txt").exists()
