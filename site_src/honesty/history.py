@@ -33,6 +33,7 @@ class History:
     def __init__(self, root: Path):
         self.root = Path(root)
         self._dates: dict[str, str] = {}
+        self._holding: dict[tuple, dict] = {}
         self._checked = False
 
     def git(self, *args: str, data: bytes | None = None) -> bytes:
@@ -87,7 +88,15 @@ class History:
         return dict(zip(rels, out.decode().split()))
 
     def first_holding(self, folder: str, rels: list[str]) -> dict[str, Commit | None]:
-        """For each file, the earliest commit whose version equals the working-tree file (None: never)."""
+        """For each file, the earliest commit whose version equals the working-tree file (None: never).
+
+        Asked once per study and build: several records of one study share the answer."""
+        token = (folder, tuple(rels))
+        if token not in self._holding:
+            self._holding[token] = self._first_holding(folder, rels)
+        return self._holding[token]
+
+    def _first_holding(self, folder: str, rels: list[str]) -> dict[str, Commit | None]:
         current = self.blob_ids(rels)
         raw = self.git("log", "--format=commit %H", "--raw", "--no-abbrev", "--no-renames", "--", folder)
         earliest: dict[str, str] = {}

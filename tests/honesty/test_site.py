@@ -73,3 +73,23 @@ def test_a_bad_registration_fails_the_build(tmp_path):
     path.write_text(path.read_text().replace("0.9", "-0.9"))
     result, errors = build_site(root)
     assert len(errors) == 1 and errors[0].startswith("registrations/tiny-high.yaml:5: was edited after its freeze")
+
+
+def test_page_names_the_zip_each_matching_record_ran(tmp_path, tiny_bundle):
+    root = make_study_site(tmp_path)
+    done = run_record(unzip(tiny_bundle, tmp_path / "dl" / "tiny"))
+    (root / "reproductions" / "tiny").mkdir(parents=True)
+    (root / "reproductions" / "tiny" / "here.yaml").write_text(done.stdout)
+    result, errors = build_site(root)
+    html = result.files["studies/tiny/index.html"].decode()
+    assert errors == [] and f"this bundle: zip sha256 <code>{tiny_bundle.sha256[:16]}</code>" in html
+
+
+def test_golden_tolerance_of_10_with_a_tampered_rho_fails_the_site_build(tmp_path):
+    root = make_study_site(tmp_path)
+    golden = root / "bundles" / "tiny" / "golden.json"
+    text = golden.read_text().replace('"honesty": -0.028571', '"honesty": -0.99')
+    golden.write_text(text.replace('"tolerance": 1e-06', '"tolerance": 10'))
+    _result, errors = build_site(root)
+    assert len(errors) == 1 and errors[0].startswith("content/studies/tiny.md:9: bundle 'tiny': ")
+    assert "golden.json:6: tolerance is 10, but the check's bar is contract.py TOLERANCE = 1e-06" in errors[0]
