@@ -178,7 +178,8 @@ def patch_ladder(adapter: Adapter, batch: Batch, run: ActivationCache, stats: Ac
       a study makes L layer calls per chunk instead of about L^2/2 (same layer evaluations);
     - the pairs are cut into `buckets` groups of similar length, each padded only to its own
       longest sequence (a pair stays together, so swap partners stay `row ^ 1`), so less padding
-      is computed, and smaller groups fit more variants in `max_rows`."""
+      is computed, and smaller groups fit more variants in `max_rows`;
+    - the last layer's MLP runs on the scoring token only (the one position read after it)."""
     family = adapter.family
     if getattr(family, "residual", None) != "pre-norm":  # buckets slice the causal masks' width
         raise MeasureError(f"{adapter.model_id}: the ladder sweep is for causal decoders; use patch_sweep")
@@ -209,31 +210,41 @@ def patch_ladder(adapter: Adapter, batch: Batch, run: ActivationCache, stats: Ac
             per_chunk = max(1, max_rows // len(rows))
             for start in range(0, len(variants), per_chunk):
                 chunk = variants[start:start + per_chunk]
-                final = _climb(family, chunk, streams, rows, width, ctx, adapter.n_layers, counter)
-                rewards = adapter.reward_at(final, score_idx.repeat(len(chunk))).reshape(len(chunk), len(rows))
+                final = _climb(family, chunk, streams, rows, width, score_idx, ctx, adapter.n_layers, counter)
+                rewards = adapter.reward_of(final).reshape(len(chunk), len(rows))
                 for k, (_layer, _side, name, mode) in enumerate(chunk):
                     margins[(name, mode)][group] = (rewards[k, 0::2] - rewards[k, 1::2]).to(torch.float32)
     return {key: (margins[key], offs[key]) for key in margins}
 
 
-def _climb(family, chunk, streams, rows, width, ctx, n_layers, counter):
+def _climb(family, chunk, streams, rows, width, score_idx, ctx, n_layers, counter):
     """One pass up the layers from the chunk's lowest patch point; each variant's rows join the
-    batch right after its patched sublayer. Rows come out in the chunk's order."""
-    active = None
+    batch right after its patched sublayer. Returns (rows in the chunk's order, d): the final
+    stream at each row's scoring token. The last MLP is position-wise and only the scoring token
+    is read after it, so it runs on that token alone."""
+    active, last = None, n_layers - 1
+
+    def at_score(x):  # (V * n, T, d) -> (V * n, 1, d) at each row's scoring token
+        idx = score_idx.repeat(x.shape[0] // len(score_idx))
+        return x[torch.arange(x.shape[0], device=x.device), idx].unsqueeze(1)
+
     for i in range(chunk[0][0], n_layers):
         for side in (0, 1):
+            trim = i == last and side == 1
             if active is not None:  # every row already in runs this sublayer
                 if side == 0:
                     active = family.join(i, "attn", active, family.attn(i, active, ctx)[0])
                 else:
+                    active = at_score(active) if trim else active
                     active = family.join(i, "mlp", active, family.mlp(i, active))
                 count_layer_evals(counter, active.shape[0], 0.5)
                 if counter is not None:  # token-layers: one token through one layer
-                    counter["token_layers"] = counter.get("token_layers", 0) + active.shape[0] * width * 0.5
+                    counter["token_layers"] = counter.get("token_layers", 0) + active.shape[0] * active.shape[1] * 0.5
             joining = [streams[(v[2], v[3])][rows, :width] for v in chunk if v[0] == i and v[1] == side]
             if joining:
+                joining = [at_score(x) for x in joining] if trim else joining
                 active = torch.cat(([active] if active is not None else []) + joining)
-    return active
+    return (active if active.shape[1] == 1 else at_score(active))[:, 0]
 
 
 def _patched_stream(adapter, batch, run, stats, name, mode, folds=None):

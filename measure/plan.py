@@ -245,8 +245,12 @@ def make_plan(model: str, pairs: int, gpus: int = 0, dtype: str = "bfloat16", se
     mem = memory(shape, DTYPE_BYTES[dtype], shard_size, widest, max_rows, patch_heads)
     devices = max(gpus, 1)
     # shards go to devices whole: the busiest device gets the ceiling share, largest first
-    loads = [0.0] * devices
-    for f in sorted(w["flops_per_shard"], reverse=True):
+    # the stats pass (one clean pass over every shard) runs on the driver's device; the shards
+    # then go to devices whole, largest first, each to the least loaded
+    stats_pass = [shard_work(shape, n, T, patch_heads, layers_patched=range(0), clean_passes=1)["flops"]
+                  for n, T in shards]
+    loads = [sum(stats_pass)] + [0.0] * (devices - 1)
+    for f in sorted((f - c for f, c in zip(w["flops_per_shard"], stats_pass)), reverse=True):
         loads[loads.index(min(loads))] += f
     busiest = max(loads)
     if gpus:
