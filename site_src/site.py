@@ -145,7 +145,7 @@ def collect(root: Path, incremental: bool = False) -> BuildResult:
             bundle_pages.append((page.out_path, bundle))
         if reused is not None:
             continue
-        extra, extra_files = reader.page_extras(root, config, page, rendered.html, bundle, "../" * page.depth, facts)
+        extra, extra_files = reader.page_extras(root, config, page, rendered, bundle, "../" * page.depth, facts)
         out.update(extra_files)
         try:
             out[page.out_path] = _page_html(jinja, config, page, pages, order, rendered, bundle, study, extra).encode()
@@ -235,7 +235,8 @@ def _page_html(jinja, config, page, pages, order, rendered, bundle, honesty=None
     provenance = []
     for resolved, text, rid in rendered.values:
         provenance.append({"text": text, "raw": raw_text(resolved.value), "receipt": resolved.receipt,
-                           "href": prefix + resolved.href if resolved.href else "", "anchor": rid})
+                           "href": prefix + resolved.href if resolved.href else "", "anchor": rid,
+                           "source": resolved.source, "line": resolved.line, "expression": resolved.expression})
     listing = None
     if page.url == "":
         others = [pages[n] for n in order if pages[n] is not page]

@@ -9,10 +9,11 @@ from html import escape
 
 from . import render
 from .data import size_option
+from .themed import spec_patch, themed_svg
 from .theme import PALETTES, THEMES, vega_config
 from .types import FigureContext, FigureParts, RenderedFigure, Table
 
-TABLE_ROWS = 300  # the <details> table shows at most this many rows; the CSV has them all
+TABLE_ROWS = 100  # the <details> table shows at most this many rows; the CSV has them all (page weight)
 
 
 def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, opts: dict) -> RenderedFigure:
@@ -20,6 +21,7 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
     csv_bytes = table_csv(parts.table)
     csv_name = f"figures/{figure_id}-{hashlib.sha256(csv_bytes).hexdigest()[:10]}.csv"
     prefix = ctx.asset_prefix if ctx.asset_prefix.endswith("/") or not ctx.asset_prefix else ctx.asset_prefix + "/"
+    files = {f"assets/{csv_name}": csv_bytes}
     out = [f'<div class="fig" id="{dom_id}-body" data-figure-kind="{escape(kind)}" data-figure-id="{escape(figure_id)}"'
            f' data-figure-marks="{parts.marks}">']
     if parts.chart is not None:
@@ -33,11 +35,19 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
             specs[theme], svgs[theme] = render.compile_and_render(vl, ctx.cache_dir)
         out.append(_controls(dom_id, parts))
         out.append(f'<div class="fig-static" role="img" aria-label="{escape(parts.alt)}">')
-        for theme in THEMES:
-            out.append(render.inline_svg(svgs[theme], f"{dom_id}-{theme}", f"fig-svg fig-svg-{theme}"))
+        # one SVG whose colours follow the theme (site_src/figures/themed.py); both if that fails
+        one = themed_svg(svgs["light"], svgs["dark"], f"{dom_id}-body")
+        if one is not None:
+            out.append(render.inline_svg(one, f"{dom_id}-svg", "fig-svg fig-svg-themed"))
+        else:
+            for theme in THEMES:
+                out.append(render.inline_svg(svgs[theme], f"{dom_id}-{theme}", f"fig-svg fig-svg-{theme}"))
         out.append("</div>")
-        out.append('<div class="fig-live" hidden></div>')
-        out.append(f'<script type="application/json" class="fig-spec">{_payload(specs)}</script>')
+        # the live view's spec is a file of its own, fetched when a reader first interacts
+        spec_bytes = _payload(specs).encode("utf-8")
+        spec_name = f"figures/{figure_id}-{hashlib.sha256(spec_bytes).hexdigest()[:10]}.json"
+        files[f"assets/{spec_name}"] = spec_bytes
+        out.append(f'<div class="fig-live" hidden data-figure-spec="{escape(prefix + spec_name)}"></div>')
     if parts.html:
         out.append(parts.html)
     out.append(_table_html(dom_id, parts.table, size_option({"id": figure_id, "options": opts}, "table_rows", TABLE_ROWS, 1, 100_000)))
@@ -46,7 +56,7 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
     out.append("</div>")
     return RenderedFigure(
         body_html="\n".join(out),
-        files={f"assets/{csv_name}": csv_bytes},
+        files=files,
         marks=parts.marks,
         sources=list(parts.sources),
     )
@@ -60,7 +70,8 @@ def _merge(base: dict, extra: dict) -> dict:
 
 
 def _payload(specs: dict) -> str:
-    """Both themes' Vega specs, with inline data values stored once (they are the same per theme)."""
+    """The light Vega spec with inline data values stored once, and the dark spec as a patch of
+    (path, value) changes to it (the full dark spec when the two differ in shape)."""
     data: dict[str, list] = {}
     stripped = {}
     for theme, spec in specs.items():
@@ -73,8 +84,14 @@ def _payload(specs: dict) -> str:
                 entry["values"] = []
                 entry["_shared"] = True
         stripped[theme] = spec
-    text = json.dumps({"data": data, "specs": stripped}, sort_keys=True, separators=(",", ":"))
-    return text.replace("</", "<\\/")  # never close the <script> early
+    body = {"data": data, "specs": {"light": stripped["light"]}}
+    patch = spec_patch(stripped["light"], stripped["dark"])
+    if patch is None:
+        body["specs"]["dark"] = stripped["dark"]
+    else:
+        body["dark_patch"] = patch
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return text
 
 
 def _controls(dom_id: str, parts: FigureParts) -> str:

@@ -15,6 +15,8 @@ import vl_convert
 
 from safe_io import write_atomic
 
+from .theme import FONT
+
 VL_VERSION = "6.4"
 # Bump when the post-processing below changes, so stale cache entries are not reused.
 PIPELINE_VERSION = "figures-2"
@@ -50,6 +52,7 @@ def compile_and_render(vl_spec: dict, cache_dir: Path) -> tuple[dict, str]:
     return vg_spec, svg
 
 
+_FONT_ATTR = FONT  # as vl-convert writes it in each <text> (single quotes kept)
 _XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
 _INNER_ARIA = re.compile(r'\s+(?:role|aria-[a-z]+)="[^"]*"')
 _ID = re.compile(r'\sid="([^"]+)"')
@@ -82,6 +85,9 @@ def inline_svg(svg: str, id_prefix: str, css_class: str) -> str:
         svg = svg[svg.index("?>") + 2:].lstrip()
     svg = _XMLNS.sub("", svg)
     svg = _INNER_ARIA.sub("", svg)
+    # what a static drawing does not need: the default opacity, pointer events (figures.css turns
+    # them off), and the one font family on every text (figures.css sets it for .fig-svg text)
+    svg = svg.replace(' opacity="1"', "").replace(' pointer-events="none"', "").replace(f' font-family="{_FONT_ATTR}"', "")
     ids = set(_ID.findall(svg))
     svg = _REF.sub(lambda m: m.group(1) + (f"{id_prefix}-{m.group(2)}" if m.group(2) in ids else m.group(2)), svg)
     head_end = svg.index(">")

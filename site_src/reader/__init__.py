@@ -21,10 +21,11 @@ from .search import SearchError, index_search
 __all__ = ["Facts", "site_facts", "page_extras", "add_permalinks", "index_search", "SearchError"]
 
 
-def page_extras(root, config, page, body_html: str, bundle, prefix: str, facts: Facts) -> tuple[dict, dict]:
-    """(template context, {path under public/: bytes}) for one content page."""
+def page_extras(root, config, page, rendered, bundle, prefix: str, facts: Facts) -> tuple[dict, dict]:
+    """(template context, {path under public/: bytes}) for one content page; `rendered` is the
+    page's render result (its body `html` and the `files` its figures wrote)."""
     files: dict[str, bytes] = {}
-    og, og_files = og_context(root, config, page, body_html, prefix)
+    og, og_files = og_context(root, config, page, rendered.html, rendered.files, prefix)
     files.update(og_files)
     cite = None
     if bundle is not None:

@@ -13,17 +13,18 @@ from pathlib import Path
 
 from safe_io import write_atomic
 
-_SPEC = re.compile(r'<script type="application/json" class="fig-spec">(.*?)</script>', re.S)
+_SPEC = re.compile(r'data-figure-spec="(?:\.\./)*(assets/figures/[^"]+\.json)"')
 SCALE = 2  # a preview is shown large by link unfurlers; twice the figure's CSS size stays sharp
 PIPELINE = "og-1"
 
 
-def main_figure_spec(body_html: str, theme: str = "light") -> dict | None:
-    """The light Vega spec of the first figure with a chart, data put back in place; None if none."""
+def main_figure_spec(body_html: str, files: dict, theme: str = "light") -> dict | None:
+    """The light Vega spec of the page's first figure with a chart, data put back in place; None
+    if it has none. The spec is the figure's own file among the page's `files`."""
     match = _SPEC.search(body_html)
-    if not match:
+    if not match or match.group(1) not in files:
         return None
-    payload = json.loads(match.group(1).replace("<\\/", "</"))
+    payload = json.loads(files[match.group(1)])
     specs = payload.get("specs") or {}
     spec = specs.get(theme) or next(iter(specs.values()), None)
     if spec is None:
@@ -48,14 +49,14 @@ def render_png(spec: dict, cache_dir: Path) -> bytes:
     return data
 
 
-def og_context(root: Path, config, page, body_html: str, prefix: str) -> tuple[dict, dict]:
+def og_context(root: Path, config, page, body_html: str, page_files: dict, prefix: str) -> tuple[dict, dict]:
     title = page.meta.get("title", "")
     og = {"title": title, "description": page.meta.get("summary", ""), "site_name": config.title,
           "type": "article" if page.url else "website", "url": "", "image": "", "image_alt": ""}
     if config.base_url:
         og["url"] = config.base_url.rstrip("/") + "/" + page.url
     files = {}
-    spec = main_figure_spec(body_html)
+    spec = main_figure_spec(body_html, page_files)
     if spec is not None:
         png = render_png(spec, Path(root) / ".cache" / "og")
         name = f"assets/og/{(page.url.strip('/') or 'home').replace('/', '-')}-{hashlib.sha256(png).hexdigest()[:10]}.png"

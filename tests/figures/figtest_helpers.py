@@ -8,7 +8,7 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
-SVG = re.compile(r'<svg class="fig-svg fig-svg-(light|dark)".*?</svg>', re.S)
+SVG = re.compile(r'<svg class="fig-svg fig-svg-(light|dark|themed)".*?</svg>', re.S)
 # Anything that could make a browser reach another host: absolute or protocol-relative URLs.
 URL = re.compile(r"(?:https?:)?//[A-Za-z0-9.-]+\.[A-Za-z]{2,}|url\(\s*['\"]?https?:", re.I)
 
@@ -27,9 +27,10 @@ def count_marks(svg: ET.Element, name: str) -> int:
     return total
 
 
-def payload(body_html: str) -> dict:
-    m = re.search(r'<script type="application/json" class="fig-spec">(.*?)</script>', body_html, re.S)
-    return json.loads(m.group(1).replace("<\\/", "</"))
+def payload(fig) -> dict:
+    """The live view's spec file of a rendered figure (named by its .fig-live[data-figure-spec])."""
+    m = re.search(r'data-figure-spec="(?:\.\./)*(assets/figures/[^"]+\.json)"', fig.body_html)
+    return json.loads(fig.files[m.group(1)])
 
 
 def external_urls(text: str) -> list[str]:

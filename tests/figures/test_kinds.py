@@ -27,7 +27,7 @@ def test_rank_scatter_draws_one_dot_per_ranked_component(ctx):
     assert 'data-figure-kind="rank_scatter"' in fig.body_html
     assert '<select id="fig-rs-dimension" data-figure-signal="dimension">' in fig.body_html
     # The interactive view filters on the `dimension` signal and holds both dimensions' rows.
-    spec = payload(fig.body_html)
+    spec = payload(fig)
     light = spec["specs"]["light"]
     assert {s["name"]: s.get("value") for s in light["signals"]}["dimension"] == "safety"
     values = [row for rows in spec["data"].values() for row in rows if "patch_rank" in row]
@@ -37,7 +37,7 @@ def test_rank_scatter_draws_one_dot_per_ranked_component(ctx):
 def test_rank_scatter_ranks_come_from_rankstats(ctx):
     fig = render_figure("rank_scatter", {"id": "rs", "data": DATA}, ctx)
     ranks = ranked_components("helpfulness")
-    rows = [row for rows in payload(fig.body_html)["data"].values() for row in rows if "patch_rank" in row]
+    rows = [row for rows in payload(fig)["data"].values() for row in rows if "patch_rank" in row]
     got = {r["component"]: (r["attribution_rank"], r["patch_rank"]) for r in rows if r["dimension"] == "helpfulness"}
     assert got == ranks
 
@@ -75,7 +75,7 @@ def test_patch_picker_two_points_per_pair_and_a_labelled_select(ctx):
     # Default = the component patching moves most (patch rank 1), chosen through rankstats.
     top = min(ranked_components("safety").items(), key=lambda kv: kv[1][1])[0]
     assert f'<option value="{top}" selected>' in fig.body_html
-    spec = payload(fig.body_html)
+    spec = payload(fig)
     rows = [row for rows in spec["data"].values() for row in rows if "patched_margin" in row]
     assert len(rows) == 8 * 3 and {r["component"] for r in rows} == set(ranked_components("safety"))
 
@@ -83,7 +83,7 @@ def test_patch_picker_two_points_per_pair_and_a_labelled_select(ctx):
 def test_patch_picker_keeps_the_axis_fixed_across_components(ctx):
     a = render_figure("patch_picker", {"id": "pp", "data": DATA, "options": {"component": "attn_L0"}}, ctx)
     b = render_figure("patch_picker", {"id": "pp", "data": DATA, "options": {"component": "mlp_L3"}}, ctx)
-    domain = lambda fig: [s["domain"] for s in payload(fig.body_html)["specs"]["light"]["scales"] if s["name"] == "y"]
+    domain = lambda fig: [s["domain"] for s in payload(fig)["specs"]["light"]["scales"] if s["name"] == "y"]
     assert domain(a) == domain(b) and isinstance(domain(a)[0], list)
 
 
@@ -118,7 +118,7 @@ def test_patch_picker_shows_the_off_distribution_flag_of_every_patch(ctx):
     assert sum(line.endswith(",no") for line in csv) == sum(not r["offdist_flag"] for r in rows) > 0
     picked = sum(r["offdist_flag"] for r in rows if r["component"] == "mlp_L3")
     assert f"{picked} of the 3 patched margins are flagged off-distribution" in fig.body_html
-    spec = payload(fig.body_html)
+    spec = payload(fig)
     data = [row for rows_ in spec["data"].values() for row in rows_ if "patched_margin" in row]
     assert {row["offdist"] for row in data} == {"flagged", "no"}
     shapes = [s for s in spec["specs"]["light"]["scales"] if s["name"] == "shape"]

@@ -71,13 +71,22 @@ def test_changed_spec_misses_the_cache(ctx):
     assert fig_render.STATS["rendered"] == before["rendered"] + 2  # light and dark
 
 
-def test_static_svgs_both_themes_and_text_alternative(ctx):
+def test_one_themed_svg_spec_file_and_text_alternative(ctx):
     for fig in render_all(ctx):
         assert 'class="fig-live" hidden' in fig.body_html
-        assert set(svgs(fig.body_html)) == {"light", "dark"}
+        # one SVG whose colours are custom properties: light by default, dark under the dark scheme
+        assert set(svgs(fig.body_html)) == {"themed"}
+        style = re.search(r"<style>(.*?)</style>", fig.body_html).group(1)
+        scope = re.search(r'<div class="fig" id="([^"]+)"', fig.body_html).group(1)
+        assert style.startswith(f"#{scope}{{--t0:") and f':root[data-theme="dark"] #{scope}{{--t0:' in style
+        assert "prefers-color-scheme:dark" in style and "@media print" in style
+        assert re.search(r'class="t[fsc]\d+', fig.body_html)
         assert re.search(r'<div class="fig-static" role="img" aria-label="[^"]{20,}">', fig.body_html)
         assert "<details class=\"fig-data\"><summary>Data table" in fig.body_html
-        (csv_path, csv_bytes), = fig.files.items()
+        spec_files = {k for k in fig.files if k.endswith(".json")}
+        assert len(spec_files) == 1 and f'data-figure-spec="../{spec_files.pop()}"' in fig.body_html
+        assert "fig-spec" not in fig.body_html.replace("data-figure-spec", "")  # no inline spec
+        (csv_path, csv_bytes), = ((k, v) for k, v in fig.files.items() if k.endswith(".csv"))
         assert csv_path.startswith("assets/figures/") and csv_path.endswith(".csv")
         assert f'href="../{csv_path}" download' in fig.body_html
         rows = csv_bytes.count(b"\n") - 1

@@ -76,8 +76,8 @@ def test_figures_are_numbered_and_linked(site, fake_figures):
     assert '<img src="../assets/fake.svg" alt="dots: rows.jsonl">' in html
     # values drawn by the figure are in the provenance table, once each
     section = html[html.index('class="provenance"'):]
-    assert section.count("Computed from data/rows.jsonl: mean margin") == 2  # one per figure
-    assert section.count("Computed from data/rows.jsonl: count") == 2
+    rows = section[section.index("<code>data/rows.jsonl</code>"):].split("</table>")[0]
+    assert rows.count("<td>computed</td>") == 4  # mean margin and count, once per figure
     other = (site / "public/guides/second/index.html").read_text()
     assert '<a class="fig-link" href="../../explainer/#fig-second">Fig.&nbsp;2.2</a>' in other
     assert (site / "public/assets/fake.svg").read_bytes() == b"<svg/>"

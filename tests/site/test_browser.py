@@ -112,14 +112,16 @@ def _pages_with(kit, site_dir: Path, needle: str) -> list[str]:
 
 
 PICKER_SELECTOR = "[data-figure-kind='patch_picker']"
-INTERACTIVE = ".fig:has(script.fig-spec)"
-# Hooks of the lazy loader (site_src/figures/static/figures.js, docs/figures.md): a figure body
+INTERACTIVE = "div.fig:has(.fig-live[data-figure-spec])"
+# Hooks of the loader (site_src/figures/static/figures.js, docs/figures.md): a figure body
 # gets data-figure-ready="true" once its live Vega view is up, data-figure-error if it failed,
 # and data-figure-updates counts the control changes the view has re-run for.
 
 
 def _wait_live(page, fig, where: str) -> None:
+    """The live view loads only on interaction: point at the figure, then wait for it."""
     fig.scroll_into_view_if_needed()
+    fig.hover()
     try:
         page.wait_for_function(
             "(f) => f.getAttribute('data-figure-ready') === 'true' || f.hasAttribute('data-figure-error')",
@@ -173,7 +175,7 @@ def test_patch_picker_changes_the_chart(new_page, site_dir, kit):
 
 def test_every_interactive_figure_comes_up_and_answers_its_controls(new_page, site_dir, kit):
     """Every figure with a live view renders it when scrolled to, and each control redraws it."""
-    pages = _pages_with(kit, site_dir, "fig-spec")
+    pages = _pages_with(kit, site_dir, "data-figure-spec")
     assert pages, "no page has an interactive figure"
     problems = []
     for path in pages:

@@ -103,7 +103,11 @@ def test_theme_follows_the_system_and_the_switch_overrides_it(browser, base_url,
             system_bg = page.evaluate(BG)
             svg = page.locator(".fig-static svg").first
             before = svg.evaluate("s => s.outerHTML.length")
+            # the figure is one SVG whose colours follow the theme (CSS custom properties)
+            paint = "s => Array.from(s.querySelectorAll('[class*=tf]')).slice(0, 5).map(e => getComputedStyle(e).fill).join()"
+            fills = svg.evaluate(paint)
             button.click()
+            assert svg.evaluate(paint) != fills, "the static figure kept its colours when the theme changed"
             assert page.evaluate("document.documentElement.getAttribute('data-theme')") == other
             assert button.get_attribute("aria-pressed") == ("true" if other == "dark" else "false")
             assert page.evaluate(BG) != system_bg, "the page background did not change with the theme"
@@ -204,3 +208,23 @@ def test_footer_names_the_commit(site_dir):
     for path in ("", STUDY):
         footer = _html(site_dir, path).split('<footer class="site-footer">')[1]
         assert f"Built from commit {head[:12]}" in footer and head in footer, footer[:400]
+
+
+def test_live_figures_load_nothing_until_a_reader_interacts(new_page):
+    page, visit = new_page.open(STUDY)
+    fetched = lambda: page.evaluate("performance.getEntriesByType('resource').map(e => e.name)")
+    page.mouse.move(1, 1)
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")  # scrolling past is not interacting
+    page.wait_for_timeout(500)
+    early = [u for u in fetched() if u.endswith("vega-runtime.js") or "/assets/figures/" in u and u.endswith(".json")]
+    assert not early, f"fetched before any interaction: {early}"
+    fig = page.locator("div.fig:has(.fig-live[data-figure-spec])").first
+    fig.scroll_into_view_if_needed()
+    fig.hover()
+    page.wait_for_function("(f) => f.getAttribute('data-figure-ready') === 'true' || f.hasAttribute('data-figure-error')",
+                           arg=fig.element_handle(), timeout=20000)
+    assert fig.get_attribute("data-figure-error") is None, fig.get_attribute("data-figure-error")
+    late = fetched()
+    assert any(u.endswith("vega-runtime.js") for u in late) and any(u.endswith(".json") and "/assets/figures/" in u for u in late)
+    assert not visit.console_errors and not visit.failed_requests, (visit.console_errors, visit.failed_requests)
+    page.close()

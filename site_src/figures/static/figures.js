@@ -1,13 +1,18 @@
-/* Lazy loader for interactive figures. Served from the site itself; fetches nothing elsewhere.
+/* Interactive figures, loaded only when a reader interacts. Served from the site itself; fetches
+ * nothing elsewhere.
  *
- * Each figure body (.fig) holds its static SVGs, a hidden .fig-live container, hidden controls
- * and a <script type="application/json" class="fig-spec"> with the Vega specs (light and dark).
- * When a figure nears the viewport, the Vega runtime (vega-runtime.js, next to this file) is
- * loaded once and the figure is rendered live; the static SVG is then hidden.
+ * Each figure body (.fig) holds its static SVG (one, its colours themed by CSS custom properties),
+ * its controls, and a hidden .fig-live container whose data-figure-spec names the figure's Vega
+ * spec file (the light spec and the changes that make it dark). Nothing of the live view is
+ * fetched with the page: the first time a reader points at, touches or focuses a figure, or
+ * changes one of its controls, the spec and the Vega runtime (vega-runtime.js, next to this file,
+ * loaded once for the page) are fetched and the figure is rendered live; the static SVG is then
+ * hidden.
  *
  * Hooks for tests: .fig gets data-figure-ready="true" and fires "figure:ready" when its live
  * view is up; each change of a control sets data-figure-updates (a counter) and fires
- * "figure:updated" once the view has re-run. Both events bubble.
+ * "figure:updated" once the view has re-run. Both events bubble. If the live view cannot come
+ * up, the static SVG stays and data-figure-error says why.
  */
 (function () {
   "use strict";
@@ -34,72 +39,92 @@
     return window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
   }
 
-  function specFor(fig) {
-    if (!fig._payload) fig._payload = JSON.parse(fig.querySelector("script.fig-spec").textContent);
-    var payload = fig._payload;
-    var spec = JSON.parse(JSON.stringify(payload.specs[theme()]));
+  function loadSpec(fig) {
+    if (!fig._spec) {
+      var url = fig.querySelector(".fig-live").getAttribute("data-figure-spec");
+      fig._spec = fetch(url).then(function (r) {
+        if (!r.ok) throw new Error("cannot load " + url + ": HTTP " + r.status);
+        return r.json();
+      });
+    }
+    return fig._spec;
+  }
+
+  function specFor(payload, state) {
+    var wanted = theme();
+    var spec = JSON.parse(JSON.stringify(payload.specs[wanted] || payload.specs.light));
+    if (wanted === "dark" && !payload.specs.dark) {
+      // the dark spec is stored as (path, value) changes to the light one (site_src/figures/themed.py)
+      (payload.dark_patch || []).forEach(function (change) {
+        var path = change[0], target = spec;
+        for (var i = 0; i < path.length - 1; i++) target = target[path[i]];
+        target[path[path.length - 1]] = change[1];
+      });
+    }
     (spec.data || []).forEach(function (d) {
       if (d._shared) { d.values = payload.data[d.name]; delete d._shared; }
     });
-    var state = fig._state || {};
     (spec.signals || []).forEach(function (s) {
       if (Object.prototype.hasOwnProperty.call(state, s.name)) s.value = state[s.name];
     });
     return spec;
   }
 
+  function updated(fig, name, value) {
+    var n = Number(fig.getAttribute("data-figure-updates") || "0") + 1;
+    fig.setAttribute("data-figure-updates", String(n));
+    fig.dispatchEvent(new CustomEvent("figure:updated", { bubbles: true, detail: { signal: name, value: value } }));
+  }
+
   function render(fig) {
     var live = fig.querySelector(".fig-live");
-    return loadRuntime().then(function (embed) {
+    fig._rendering = Promise.all([loadRuntime(), loadSpec(fig)]).then(function (loaded) {
       if (fig._view) { fig._view.finalize(); fig._view = null; }
-      return embed(live, specFor(fig), { mode: "vega", renderer: "svg", actions: false });
+      return loaded[0](live, specFor(loaded[1], fig._state), { mode: "vega", renderer: "svg", actions: false });
     }).then(function (result) {
       fig._view = result.view;
       live.hidden = false;
       fig.querySelector(".fig-static").hidden = true;
-      var controls = fig.querySelector(".fig-controls");
-      if (controls) controls.hidden = false;
       if (fig.getAttribute("data-figure-ready") !== "true") {
         fig.setAttribute("data-figure-ready", "true");
         fig.dispatchEvent(new CustomEvent("figure:ready", { bubbles: true }));
       }
     }).catch(function (err) {
-      // The static SVG stays visible; say why the live view is missing.
       fig.setAttribute("data-figure-error", String(err && err.message || err));
     });
+    return fig._rendering;
+  }
+
+  function start(fig) {
+    if (!fig._rendering) render(fig);
+    return fig._rendering;
   }
 
   function wire(fig) {
     fig._state = {};
+    var controls = fig.querySelector(".fig-controls");
+    if (controls) controls.hidden = false;  // with script on, the controls are how a reader interacts
     fig.querySelectorAll("select[data-figure-signal]").forEach(function (sel) {
       fig._state[sel.getAttribute("data-figure-signal")] = sel.value;
       sel.addEventListener("change", function () {
         var name = sel.getAttribute("data-figure-signal");
         fig._state[name] = sel.value;
-        if (!fig._view) return;
-        fig._view.signal(name, sel.value).runAsync().then(function () {
-          var n = Number(fig.getAttribute("data-figure-updates") || "0") + 1;
-          fig.setAttribute("data-figure-updates", String(n));
-          fig.dispatchEvent(new CustomEvent("figure:updated", { bubbles: true, detail: { signal: name, value: sel.value } }));
-        });
+        if (!fig._view) {  // the first interaction: the live view comes up with this choice
+          start(fig).then(function () { if (fig._view) updated(fig, name, sel.value); });
+          return;
+        }
+        fig._view.signal(name, sel.value).runAsync().then(function () { updated(fig, name, sel.value); });
       });
+    });
+    ["pointerenter", "focusin", "touchstart"].forEach(function (type) {
+      fig.addEventListener(type, function () { start(fig); }, { once: true, passive: true });
     });
   }
 
-  function start() {
-    var figs = Array.prototype.slice.call(document.querySelectorAll(".fig"))
-      .filter(function (f) { return f.querySelector("script.fig-spec"); });
+  function boot() {
+    var figs = Array.prototype.slice.call(document.querySelectorAll("div.fig[data-figure-kind]"))
+      .filter(function (f) { return f.querySelector(".fig-live[data-figure-spec]"); });
     figs.forEach(wire);
-    if ("IntersectionObserver" in window) {
-      var io = new IntersectionObserver(function (entries) {
-        entries.forEach(function (e) {
-          if (e.isIntersecting) { io.unobserve(e.target); render(e.target); }
-        });
-      }, { rootMargin: "300px 0px" });
-      figs.forEach(function (f) { io.observe(f); });
-    } else {
-      figs.forEach(render);
-    }
     function rerender() { figs.forEach(function (f) { if (f._view) render(f); }); }
     new MutationObserver(rerender).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
     if (window.matchMedia) {
@@ -108,6 +133,6 @@
     }
   }
 
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
-  else start();
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", boot);
+  else boot();
 })();
