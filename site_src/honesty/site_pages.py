@@ -27,7 +27,8 @@ class _Receipts:
         rid = f"ref-{len(self.rows) + 1}"
         shown = text if text is not None else resolved.display
         self.rows.append({"text": shown, "raw": str(resolved.value), "receipt": resolved.receipt,
-                          "href": self.prefix + resolved.href if resolved.href else "", "anchor": rid})
+                          "href": self.prefix + resolved.href if resolved.href else "", "anchor": rid,
+                          "source": resolved.source, "line": resolved.line, "expression": resolved.expression})
         return receipt_html(resolved, shown, rid, self.prefix)
 
 
