@@ -8,7 +8,7 @@ used) and has
 
 - one objective head per dimension: `r_k(x) = w_k . pool(x) + b_k`, trained with a
   Bradley-Terry loss on that dimension's training pairs only;
-- an ArmoRM-style gate: `g(prompt) = softmax(G . pool(prompt) + c)`, read from the prompt
+- an ArmoRM-like gate: `g(prompt) = softmax(G . pool(prompt) + c)`, read from the prompt
   alone, mixing the objectives into the reward `r(x) = sum_k g_k(prompt) r_k(x)`; trained with
   a Bradley-Terry loss on the gated reward over every training pair, the heads held fixed.
 
@@ -44,7 +44,7 @@ HEADS_FILE = "heads.safetensors"
 TRUNK_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 TRUNK_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 SETTINGS = {"seed": 0, "l2_grid": [0.003, 0.01, 0.03, 0.1], "gate_l2": 0.01, "lbfgs_steps": 200,
-            "feature": "mean-pooled last hidden state of the frozen trunk, standardised"}
+            "feature": "mean-pooled last hidden state of the frozen trunk, centred and divided by one overall scale"}
 
 
 def trunk_dir() -> Path:
@@ -188,9 +188,13 @@ def train(out: Path = MODEL_DIR, settings: dict | None = None) -> dict:
     prompts = pooled_features(bert, tokenizer, [p["prompt"] for p in pairs])
     chosen, rejected = feats[0::2], feats[1::2]
     train_rows = [i for i, p in enumerate(pairs) if p["split"] == "train"]
-    # standardise features on the training responses (folded into the heads afterwards)
+    # scale features by one number, their overall spread on the training responses (folded into
+    # the heads afterwards). One scale for every coordinate keeps the geometry: a per-coordinate
+    # standardisation would divide by the near-zero spread of the trunk's near-constant pooled
+    # coordinates (coordinate 319 of MiniLM) and put almost all of every head's weight there.
     basis = torch.cat([chosen[train_rows], rejected[train_rows]])
-    mu, sd = basis.mean(0), basis.std(0) + 1e-6
+    mu = basis.mean(0)
+    sd = (basis - mu).pow(2).mean().sqrt().expand_as(mu)
     z = lambda x: (x - mu) / sd  # noqa: E731
     diffs = z(chosen) - z(rejected)
     heads_w, heads_b, l2_used, cv = [], [], {}, {}
@@ -206,7 +210,9 @@ def train(out: Path = MODEL_DIR, settings: dict | None = None) -> dict:
     b = torch.stack(heads_b)
     obj_margin = (chosen - rejected) @ W.T     # (P, K): every objective's margin
     # the gate: softmax(G z(prompt) + c), Bradley-Terry on the gated margin, heads fixed
-    pz = (prompts - prompts[train_rows].mean(0)) / (prompts[train_rows].std(0) + 1e-6)
+    pmu = prompts[train_rows].mean(0)
+    psd = (prompts[train_rows] - pmu).pow(2).mean().sqrt().expand_as(pmu)  # one scale, as above
+    pz = (prompts - pmu) / psd
     pz1 = torch.cat([pz, torch.ones(len(pairs), 1, dtype=torch.float64)], 1)
     theta = torch.zeros(pz1.shape[1], len(DIMENSIONS), dtype=torch.float64, requires_grad=True)
     opt = torch.optim.LBFGS([theta], lr=1, max_iter=settings["lbfgs_steps"],
@@ -222,7 +228,6 @@ def train(out: Path = MODEL_DIR, settings: dict | None = None) -> dict:
         return loss
     opt.step(closure)
     theta = theta.detach()
-    pmu, psd = prompts[train_rows].mean(0), prompts[train_rows].std(0) + 1e-6
     G = (theta[:-1] / psd[:, None]).T          # (K, d)
     c = theta[-1] - (theta[:-1] * (pmu / psd)[:, None]).sum(0)
     gate = torch.softmax(prompts @ G.T + c, -1)
@@ -243,6 +248,8 @@ def train(out: Path = MODEL_DIR, settings: dict | None = None) -> dict:
     }
     (out / "training.json").write_text(json_text(report), encoding="utf-8")
     assemble(out)
+    report["model_sha256"] = sha256_file(out / "model.safetensors")
+    (out / "training.json").write_text(json_text(report), encoding="utf-8")
     return report
 
 
@@ -312,10 +319,18 @@ def assemble(folder: Path = MODEL_DIR) -> Path:
 
 
 def ensure_model(folder: Path = MODEL_DIR) -> Path:
-    """The assembled model folder; rebuilt from the trunk and the committed heads when missing."""
-    if not (Path(folder) / "model.safetensors").exists():
+    """The assembled model folder, rebuilt from the trunk and the committed heads when missing,
+    and its weights checked against training.json's `model_sha256` either way."""
+    folder = Path(folder)
+    weights = folder / "model.safetensors"
+    if not weights.exists():
         assemble(folder)
-    return Path(folder)
+    expected = json.loads((folder / "training.json").read_text(encoding="utf-8")).get("model_sha256")
+    got = sha256_file(weights)
+    if expected is not None and got != expected:
+        raise MeasureError(f"{weights}: sha256 {got[:12]}... differs from training.json model_sha256 "
+                           f"{expected[:12]}...; delete it to rebuild from the trunk and the heads")
+    return folder
 
 
 def load_model(folder: Path = MODEL_DIR, dtype: torch.dtype = torch.float32):
