@@ -46,6 +46,15 @@ class Batch:
     ids: torch.Tensor
     score_idx: torch.Tensor
     lengths: list[int]
+    read: str = "token"   # "token": at score_idx; "pooled": mean over positions 0..score_idx
+
+    def read_where(self) -> torch.Tensor:
+        """Where the head reads each row (for `offdist.read_at`): the scoring token (B,) long,
+        or, for a pooled read, every real position (B, T) bool."""
+        if self.read == "pooled":
+            width = self.ids.shape[1]
+            return torch.arange(width, device=self.ids.device)[None, :] <= self.score_idx[:, None]
+        return self.score_idx
 
 
 def encode_pair(tokenizer, prompt: str, response: str) -> list[int]:
@@ -82,12 +91,13 @@ class Adapter:
         self.objective = objective
         self.w_r = score.weight[objective].detach()                       # (d,)
         bias = score.bias
-        self.score_bias = float(bias[objective]) if bias is not None else 0.0
+        self.score_bias = float(bias[objective].detach()) if bias is not None else 0.0
         self.final_norm = family.final_norm
         self.dtype = self.w_r.dtype
         self.device = self.w_r.device
-        # (d,) the final norm's gain, for attribution; a family without a final norm has none
-        self.gain = self._checked_gain() if family.final_norm is not None else None
+        # a post-norm family has no final norm: its last layer's output is read directly
+        self.gain = self._checked_gain() if self.final_norm is not None else None   # (d,)
+        self._row_dirs: tuple[torch.Tensor, torch.Tensor] | None = None
 
     # ----- the component list --------------------------------------------------------------
     def components(self, heads: bool = True) -> list[str]:
@@ -121,9 +131,30 @@ class Adapter:
         """Writes (..., d) at the scoring token -> (...) reward units, final-norm scale frozen."""
         return ((writes.float() * inv_rms) * self.gain.float()) @ self.w_r.float()
 
+    def set_directions(self, directions: torch.Tensor | None, biases: torch.Tensor | None = None) -> None:
+        """Read row b of every later batch along its own reward direction (B, d) and bias (B,):
+        a pair's own objective head, or a gated aggregate. Patched runs stack variants of the
+        batch, so row n reads direction n mod B. `None` goes back to the score row `w_r`."""
+        self._row_dirs = None if directions is None else (
+            directions.to(self.device).float(), biases.to(self.device).float())
+
+    def directions(self, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(rows, d), (rows,): each row's reward direction and bias."""
+        if self._row_dirs is None:
+            return (self.w_r.float().expand(rows, -1),
+                    torch.full((rows,), self.score_bias, device=self.device))
+        dirs, bias = self._row_dirs
+        if rows % dirs.shape[0]:
+            raise MeasureError(f"{self.model_id}: {rows} rows do not tile the {dirs.shape[0]} row directions set")
+        idx = torch.arange(rows, device=self.device) % dirs.shape[0]
+        return dirs[idx], bias[idx]
+
     def reward_of(self, resid: torch.Tensor) -> torch.Tensor:
-        """(..., d) -> (...): the reward of residual vectors (real final norm, then the score row)."""
-        return self.final_norm(resid).float() @ self.w_r.float() + self.score_bias
+        """(N, d) -> (N,): the reward of read-out vectors (the real final norm if the family has
+        one, then each row's direction)."""
+        x = self.final_norm(resid) if self.final_norm is not None else resid
+        dirs, bias = self.directions(x.shape[0])
+        return (x.float() * dirs).sum(-1) + bias
 
     # ----- inputs ---------------------------------------------------------------------------
     def encode(self, prompt: str, response: str, where: str = "input") -> list[int]:
@@ -149,10 +180,12 @@ class Adapter:
             ids[b, : len(seq)] = torch.tensor(seq, dtype=torch.long)
         lengths = [len(s) for s in sequences]
         idx = torch.tensor(self.family.score_position(lengths), dtype=torch.long)
-        return Batch(ids.to(self.device), idx.to(self.device), lengths)
+        return Batch(ids.to(self.device), idx.to(self.device), lengths, self.family.read)
 
     # ----- the layer-by-layer forward -------------------------------------------------------
     def context(self, width: int, lengths: list[int] | None = None):
+        """What every layer needs besides the stream; `lengths` (the batch's real lengths) for a
+        family that masks padding (an encoder attends both ways)."""
         return self.family.context(width, lengths)
 
     @torch.no_grad()
@@ -176,9 +209,9 @@ class Adapter:
         return run
 
     def reward_at(self, resid: torch.Tensor, score_idx: torch.Tensor) -> torch.Tensor:
-        """(B, T, d), (B,) -> (B,): the reward at each row's scoring token."""
-        rows = torch.arange(resid.shape[0], device=resid.device)
-        return self.reward_of(resid[rows, score_idx])
+        """(B, T, d), (B,) -> (B,): the reward at each row's scoring position (its scoring
+        token, or the mean over its real tokens for a pooled family)."""
+        return self.reward_of(self.family.read_out(resid, score_idx))
 
     def continue_from(self, resid: torch.Tensor, layer: int, after: str, ctx,
                       counter: dict | None = None) -> torch.Tensor:
@@ -227,6 +260,9 @@ def check_device_dtype(device: str, dtype_name: str) -> tuple[torch.device, torc
 def resolve_model_path(spec: str, organism_dir: Path, cache_dir: Path | None = None) -> tuple[Path, str]:
     """A named model of this repository (`organism`), a local folder, or a hub id already in the
     local cache (never downloaded; `cache_dir` overrides the default Hugging Face cache)."""
+    if spec == "minilm":  # assembled from the installed trunk and the committed heads
+        from .minilm import MODEL_DIR, ensure_model
+        return ensure_model(MODEL_DIR), spec
     named = {"organism": organism_dir}  # short names of the repository's own model folders
     if spec in named:
         return named[spec], spec
@@ -264,8 +300,9 @@ def load(spec: str, organism_dir: Path, device: str = "cpu", dtype: str = "float
     if config.model_type not in FAMILIES:
         raise MeasureError(f"{config_file}: architecture {config.model_type!r} is not supported; "
                            f"supported: {supported()}")
-    model = AutoModelForSequenceClassification.from_pretrained(
-        path, local_files_only=True, dtype=torch_dtype, attn_implementation="eager").to(dev)
+    # a family whose reward models are not *ForSequenceClassification classes loads its own
+    loader = getattr(FAMILIES[config.model_type], "load_model", AutoModelForSequenceClassification.from_pretrained)
+    model = loader(path, local_files_only=True, dtype=torch_dtype, attn_implementation="eager").to(dev)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     except Exception as exc:

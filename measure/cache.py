@@ -70,9 +70,14 @@ class ActivationCache:
         Includes `bias`; embed + attn + mlp + bias sums to the reward (a layer's heads sum to its
         attn, less any o_proj bias)."""
         adapter = self.adapter
+        if adapter.family.residual == "post-norm":  # its own decomposition (measure/bert.py)
+            return adapter.family.decompose(self)
         if adapter.family.residual != "pre-norm":
             raise MeasureError(f"{adapter.model_id}: attribution needs a pre-norm residual stream "
                                f"(a sum of writes); this family is {adapter.family.residual}")
+        if adapter._row_dirs is not None:
+            raise MeasureError(f"{adapter.model_id}: per-row directions are not supported by the "
+                               f"pre-norm attribution; read one objective at a time")
         inv = adapter.inv_rms(self.at_scoring(self.resid_post[-1]))
         out = {"embed": adapter.project(self.at_scoring(self.embed), inv)}
         for i in range(adapter.n_layers):

@@ -51,14 +51,16 @@ The interface (every family implements all of it):
                                                          post-norm encoder, which has none)
     score: module ([..., d] -> [..., n_labels])          the score head
     score_position(lengths: list[int]) -> list[int]      the scoring token of each sequence
+    read: "token" | "pooled"; read_out(resid: [B, T, d], score_idx) -> [B, d]
+                                                         what the head reads: the stream at the
+                                                         scoring token, or its mean over the
+                                                         real tokens 0..score_idx (pooled)
 
 The decoder families (Llama, Mistral, Qwen2, Qwen3, Gemma2) are pre-norm with causal attention
-and read the reward at the last real token. A post-norm encoder (BERT, MiniLM) sets
-`residual = "post-norm"`, which tells the attribution that the stream is not a plain sum of
-writes, and `final_norm = None`. The adapter reads the reward as the score row applied to the
-final norm of the stream at the scoring token; a head that reads otherwise (BERT's pooler on
-the first token, the MiniLM reward model's mean over tokens) is where that family's work
-begins.
+and read the reward at the last real token; a post-norm encoder (BERT, MiniLM) reads it at the
+mean over its real tokens (`measure/bert.py`), sets `residual = "post-norm"` and `final_norm =
+None`, and brings its own attribution (`decompose`: every LayerNorm's scale frozen), since its
+stream is not a plain sum of writes.
 
 The families call model internals (`self_attn`, `o_proj`, `rotary_emb`, the norms by name), so
 they are tested against the transformers range pinned in pyproject.toml.
@@ -136,11 +138,18 @@ class DecoderFamily:
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         return self.base.embed_tokens(ids)
 
+    read: ClassVar[str] = "token"
+
     def join(self, i: int, side: str, resid: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         return resid + out
 
     def score_position(self, lengths: list[int]) -> list[int]:
         return [n - 1 for n in lengths]
+
+    def read_out(self, resid: torch.Tensor, score_idx: torch.Tensor) -> torch.Tensor:
+        """(B, T, d) -> (B, d): the stream at each row's scoring token."""
+        rows = torch.arange(resid.shape[0], device=resid.device)
+        return resid[rows, score_idx]
 
     def context(self, width: int, lengths: list[int] | None = None):
         """Rotary embeddings and one additive causal mask (1, 1, T, T) per layer, sliding
@@ -268,9 +277,12 @@ class Gemma2Family(DecoderFamily):
                           heads=layer.self_attn.o_proj)
 
 
+from .bert import BertFamily  # noqa: E402  (post-norm encoder; imports HookPoints from here)
+
 # The registry, keyed by config.model_type; a new family adds its class here.
 FAMILIES: dict[str, type] = {
-    cls.model_type: cls for cls in (LlamaFamily, MistralFamily, Qwen2Family, Qwen3Family, Gemma2Family)}
+    cls.model_type: cls for cls in (LlamaFamily, MistralFamily, Qwen2Family, Qwen3Family, Gemma2Family,
+                                    BertFamily)}
 
 
 def supported() -> str:

@@ -51,7 +51,7 @@ class StatsAccumulator:
                 values = tensor[real].double()
                 self.sums[name] = self.sums.get(name, 0) + values.sum(0)
                 self.squares[name] = self.squares.get(name, 0) + values.pow(2).sum(0)
-                self.read.setdefault(name, []).append(offdist.read_at(tensor, batch.score_idx)[0].float().cpu())
+                self.read.setdefault(name, []).append(offdist.read_at(tensor, batch.read_where())[0].float().cpu())
 
     def finish(self, seeds: list[str] | None = None) -> ActivationStats:
         """The statistics, a layer's heads (accumulated side by side) split into one per head.
@@ -87,6 +87,14 @@ def _per_head(values: dict[str, torch.Tensor], head_dim: int) -> dict[str, torch
 
 
 # ----- patching -----------------------------------------------------------------------------
+def pooled_mean(tensor: torch.Tensor, score_idx: torch.Tensor) -> torch.Tensor:
+    """(N, T, ...) -> (N, ...): each row's mean over its positions 0..score_idx (a pooled read)."""
+    width = tensor.shape[1]
+    real = (torch.arange(width, device=tensor.device)[None, :] <= score_idx[:, None]).to(tensor.dtype)
+    real = real.reshape(*real.shape, *([1] * (tensor.dim() - 2)))
+    return (tensor * real).sum(1) / real.sum(1)
+
+
 def replacement(batch: Batch, clean: torch.Tensor, mode: str, mean: torch.Tensor | None,
                 sl: slice | None = None) -> torch.Tensor:
     """The patched version of one output tensor (B, T, n); `sl` restricts the patch to a slice of
@@ -97,6 +105,14 @@ def replacement(batch: Batch, clean: torch.Tensor, mode: str, mean: torch.Tensor
         out[..., sl] = 0
     elif mode == "mean":
         out[..., sl] = mean.to(out.dtype)
+    elif mode == "swap" and batch.read == "pooled":
+        # on the pooled position: shift the output at every real position by the difference of
+        # its pooled means, so its pooled value becomes the partner's (token variation kept)
+        rows = torch.arange(clean.shape[0], device=clean.device)
+        own = pooled_mean(clean[..., sl], batch.score_idx)
+        width = clean.shape[1]
+        real = (torch.arange(width, device=clean.device)[None, :] <= batch.score_idx[:, None]).to(clean.dtype)
+        out[..., sl] = clean[..., sl] + real.unsqueeze(-1) * (own[rows ^ 1] - own).unsqueeze(1)
     elif mode == "swap":
         rows = torch.arange(clean.shape[0], device=clean.device)
         at = clean[rows, batch.score_idx]
@@ -118,7 +134,7 @@ def _offdist(batch: Batch, patched: torch.Tensor, name: str, stats: ActivationSt
     sl = sl if sl is not None else slice(None)
     ref = stats.offdist[name]
     where = ref.fits[0].mean.device
-    value, rows = offdist.read_at(patched[..., sl], batch.score_idx)
+    value, rows = offdist.read_at(patched[..., sl], batch.read_where())
     return offdist.score(ref, value.float().to(where), rows.to(where) // 2, folds.to(where)).cpu()
 
 
@@ -296,13 +312,21 @@ def naive_patch(adapter: Adapter, batch: Batch, replacements: dict[str, torch.Te
             handles.append(module.register_forward_hook(hook))
     try:
         with torch.no_grad():
-            hidden = adapter.base(input_ids=batch.ids).last_hidden_state
+            hidden = adapter.base(input_ids=batch.ids, attention_mask=_real_mask(batch)).last_hidden_state
     finally:
         for handle in handles:
             handle.remove()
     count_layer_evals(counter, batch.ids.shape[0], adapter.n_layers)
-    rows = torch.arange(batch.ids.shape[0], device=hidden.device)
-    return hidden[rows, batch.score_idx].float() @ adapter.w_r.float() + adapter.score_bias
+    # the base model's output is already through its final norm: read it, then each row's direction
+    dirs, bias = adapter.directions(batch.ids.shape[0])
+    return (adapter.family.read_out(hidden, batch.score_idx).float() * dirs).sum(-1) + bias
+
+
+def _real_mask(batch: Batch) -> torch.Tensor:
+    """(B, T) 1 at real tokens, 0 at padding (the model's own forward pass masks padding with it)."""
+    width = batch.ids.shape[1]
+    return (torch.arange(width, device=batch.ids.device)[None, :]
+            < torch.tensor(batch.lengths, device=batch.ids.device)[:, None]).long()
 
 
 def naive_sweep(adapter: Adapter, batch: Batch, stats: ActivationStats | None,
@@ -311,7 +335,17 @@ def naive_sweep(adapter: Adapter, batch: Batch, stats: ActivationStats | None,
     of the pair's two responses. Returns {(component, mode): patched margins (P,)}."""
     n_pairs = batch.ids.shape[0] // 2
     clean_outputs = _naive_clean_outputs(adapter, batch, counter)
+    row_dirs = adapter._row_dirs  # per-row directions: each pair's own two rows
     results = {}
+    try:
+        _naive_loop(adapter, batch, stats, components, modes, counter, clean_outputs, row_dirs, results)
+    finally:
+        adapter._row_dirs = row_dirs
+    return results
+
+
+def _naive_loop(adapter, batch, stats, components, modes, counter, clean_outputs, row_dirs, results):
+    n_pairs = batch.ids.shape[0] // 2
     for name in components:
         kind, i, head = parse_component(name)
         key = f"heads_L{i}" if kind == "head" else name
@@ -320,14 +354,15 @@ def naive_sweep(adapter: Adapter, batch: Batch, stats: ActivationStats | None,
             margins = []
             for p in range(n_pairs):
                 sub = Batch(batch.ids[2 * p:2 * p + 2], batch.score_idx[2 * p:2 * p + 2],
-                            batch.lengths[2 * p:2 * p + 2])
+                            batch.lengths[2 * p:2 * p + 2], batch.read)
                 clean = clean_outputs[key][2 * p:2 * p + 2]
+                if row_dirs is not None:
+                    adapter._row_dirs = (row_dirs[0][2 * p:2 * p + 2], row_dirs[1][2 * p:2 * p + 2])
                 mean = stats.mean[name] if stats else None
                 value = replacement(sub, clean, mode, mean, sl)
                 rewards = naive_patch(adapter, sub, {name: value}, counter)
                 margins.append(rewards[0] - rewards[1])
             results[(name, mode)] = torch.stack(margins)
-    return results
 
 
 def _naive_clean_outputs(adapter: Adapter, batch: Batch, counter) -> dict[str, torch.Tensor]:
@@ -350,7 +385,7 @@ def _naive_clean_outputs(adapter: Adapter, batch: Batch, counter) -> dict[str, t
         handles.append(points.heads.register_forward_pre_hook(keep_in(f"heads_L{i}")))
     try:
         with torch.no_grad():
-            adapter.base(input_ids=batch.ids)
+            adapter.base(input_ids=batch.ids, attention_mask=_real_mask(batch))
     finally:
         for handle in handles:
             handle.remove()
