@@ -71,6 +71,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "plan":
             from .plan import run_from_args
             return run_from_args(args)
+        if args.model == "minilm":  # its own runner: two directions per pair (measure/minilm_study.py)
+            from .minilm_study import run
+            result = run(out=args.out, max_pairs=args.max_pairs, progress=not args.no_progress,
+                         threads=args.threads)
+            g = result["golden"]
+            print(f"wrote {result['out']} in {result['manifest']['wall_time_s']:.1f} s")
+            print(f"mean rho {g['mean_rho']}; per dimension {g['per_dimension_rho']}")
+            return 0
         from .config import StudyConfig
         from .study import run_study
         if args.ray:
