@@ -48,14 +48,6 @@ class Batch:
     lengths: list[int]
     read: str = "token"   # "token": at score_idx; "pooled": mean over positions 0..score_idx
 
-    def read_where(self) -> torch.Tensor:
-        """Where the head reads each row (for `offdist.read_at`): the scoring token (B,) long,
-        or, for a pooled read, every real position (B, T) bool."""
-        if self.read == "pooled":
-            width = self.ids.shape[1]
-            return torch.arange(width, device=self.ids.device)[None, :] <= self.score_idx[:, None]
-        return self.score_idx
-
 
 def encode_pair(tokenizer, prompt: str, response: str) -> list[int]:
     """Token ids of one side of a pair: the tokenizer's chat template (a user turn, then an

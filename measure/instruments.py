@@ -51,7 +51,7 @@ class StatsAccumulator:
                 values = tensor[real].double()
                 self.sums[name] = self.sums.get(name, 0) + values.sum(0)
                 self.squares[name] = self.squares.get(name, 0) + values.pow(2).sum(0)
-                self.read.setdefault(name, []).append(offdist.read_at(tensor, batch.read_where())[0].float().cpu())
+                self.read.setdefault(name, []).append(read_values(batch, tensor)[0].float().cpu())
 
     def finish(self, seeds: list[str] | None = None) -> ActivationStats:
         """The statistics, a layer's heads (accumulated side by side) split into one per head.
@@ -87,6 +87,14 @@ def _per_head(values: dict[str, torch.Tensor], head_dim: int) -> dict[str, torch
 
 
 # ----- patching -----------------------------------------------------------------------------
+def read_values(batch: Batch, tensor: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """What the head reads of `tensor` (B, T, p), one vector per sequence, and the sequence each
+    came from: the scoring token, or for a pooled read the mean over the real tokens."""
+    if batch.read == "pooled":
+        return pooled_mean(tensor, batch.score_idx), torch.arange(tensor.shape[0], device=tensor.device)
+    return offdist.read_at(tensor, batch.score_idx)
+
+
 def pooled_mean(tensor: torch.Tensor, score_idx: torch.Tensor) -> torch.Tensor:
     """(N, T, ...) -> (N, ...): each row's mean over its positions 0..score_idx (a pooled read)."""
     width = tensor.shape[1]
@@ -134,7 +142,7 @@ def _offdist(batch: Batch, patched: torch.Tensor, name: str, stats: ActivationSt
     sl = sl if sl is not None else slice(None)
     ref = stats.offdist[name]
     where = ref.fits[0].mean.device
-    value, rows = offdist.read_at(patched[..., sl], batch.read_where())
+    value, rows = read_values(batch, patched[..., sl])
     return offdist.score(ref, value.float().to(where), rows.to(where) // 2, folds.to(where)).cpu()
 
 

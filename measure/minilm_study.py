@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sys
 import time
 from collections import defaultdict
@@ -29,15 +30,17 @@ import torch
 
 from bundle_kit import rankstats
 from bundle_kit.contract import MODES, TOLERANCE
-from site_src.files import write_atomic
+from safe_io import git_state, replace_dir, staging_dir, write_atomic
 
+from . import offdist
 from .adapter import Adapter, parse_component
+from .config import REPO
 from .instruments import StatsAccumulator, check_finite, patch_sweep
 from .jsonio import fixed, json_text, jsonl_text, read_jsonl
 from .minilm import MODEL_DIR, load_model
 from .minilm_data import DIMENSIONS, PAIRS_FILE
 from .rows import PLACES, _moves, attribution_gap
-from .study import REPO, git_commit, setup_determinism, versions, weights_identity
+from .study import setup_determinism, versions, weights_identity
 from .summary import BOOTSTRAP, golden
 
 FILES = {"attribution": "attribution_per_pair.jsonl", "attribution_heads": "heads_attribution_per_pair.jsonl",
@@ -75,10 +78,11 @@ def _rows(adapter, pairs, batch, direction, heads: bool, block_modes, head_modes
     attr = {k: v.double() for k, v in run.attribution().items()}
     running = run.lens().double()
     blocks = [c for c in adapter.components(heads=False) if c != "embed"]
-    patched = patch_sweep(adapter, batch, run, stats, blocks, block_modes)
+    folds = torch.tensor([stats.folds[p["seed_id"]] for p in pairs]) if stats.folds else None
+    patched = patch_sweep(adapter, batch, run, stats, blocks, block_modes, folds=folds)
     head_names = [c for c in adapter.components() if c.startswith("head_")] if heads else []
     if head_names:
-        patched.update(patch_sweep(adapter, batch, run, stats, head_names, head_modes))
+        patched.update(patch_sweep(adapter, batch, run, stats, head_names, head_modes, folds=folds))
     for p, pair in enumerate(pairs):
         base = {"model": adapter.model_id, "dimension": pair["dimension"], "pair_id": pair["pair_id"],
                 "seed_id": pair["seed_id"], "direction": direction}
@@ -97,9 +101,11 @@ def _rows(adapter, pairs, batch, direction, heads: bool, block_modes, head_modes
                 value, off = patched[(name, mode)]
                 check_finite(value[p:p + 1], f"pair {pair['pair_id']}, {name} patched ({mode})")
                 effect = float(value[p]) - margin
+                z = None if math.isnan(float(off[p])) else round(float(off[p]), PLACES)
                 row = dict(base, component=name, kind=kind, layer=layer, mode=mode, clean_margin=margin,
                            patched_margin=float(value[p]), effect=effect,
-                           moves_pct=_moves(effect, margin), offdist_z=float(off[p]))
+                           moves_pct=_moves(effect, margin), offdist_z=z,
+                           offdist_flag=None if z is None else z > offdist.THRESHOLD)
                 out[prefix + ("patching_heads" if kind == "head" else "patching")].append(row)
         for i in range(adapter.n_layers):
             out[prefix + "lens"].append(dict(base, layer=i, depth=(i + 1) / adapter.n_layers,
@@ -121,7 +127,7 @@ def measure(adapter: Adapter, pairs: list[dict], progress: bool = True) -> tuple
     for shard in tqdm(shards, desc="clean pass (means)", disable=not progress):
         batch = adapter.batch([t for i in shard for t in seqs[2 * i:2 * i + 2]])
         acc.add(adapter, batch, adapter.clean_run(batch))
-    stats = acc.finish()
+    stats = acc.finish(seeds=[p["seed_id"] for p in pairs])
     out = {name: [] for name in FILES}
     gate_own = defaultdict(list)
     for shard in tqdm(shards, desc="measuring minilm", disable=not progress):
@@ -214,8 +220,10 @@ def objective_cosines(W: torch.Tensor) -> dict:
 
 def run(out: Path | None = None, max_pairs: int | None = None, progress: bool = True, threads: int = 1) -> dict:
     started = time.time()
+    head, dirty = git_state(REPO)  # before the run writes the bundle, which would make the tree look dirty
     setup_determinism(0, threads, "cpu")
-    out = Path(out) if out else REPO / "bundles" / "minilm"
+    final = Path(out) if out else REPO / "bundles" / "minilm"
+    out = staging_dir(final)  # written in full beside the old bundle, then swapped in
     model, tokenizer = load_model()
     adapter = Adapter(model, tokenizer, "minilm", path=MODEL_DIR)
     pairs = read_jsonl(PAIRS_FILE)
@@ -228,7 +236,6 @@ def run(out: Path | None = None, max_pairs: int | None = None, progress: bool = 
         pairs = keep
     files, gate_summary = measure(adapter, pairs, progress)
     training = json.loads((MODEL_DIR / "training.json").read_text(encoding="utf-8"))
-    out.mkdir(parents=True, exist_ok=True)
     for name, filename in FILES.items():
         write_atomic(out / filename, jsonl_text(files[name]))
     pairs_text = jsonl_text(pairs)
@@ -264,11 +271,13 @@ def run(out: Path | None = None, max_pairs: int | None = None, progress: bool = 
         "model_config": dict(json.loads(model.config.to_json_string(use_diff=False)), _name_or_path="minilm"),
         "seeds": {"torch": 0, "bootstrap": BOOTSTRAP["seed"], "pairs_generator": "data/minilm (measure/minilm_data.py)"},
         "data_file": str(PAIRS_FILE.relative_to(REPO)), "packages": versions(), "device": "cpu",
-        "threads": threads, "git": git_commit(), "wall_time_s": round(time.time() - started, 3),
+        "threads": threads, "git": {"commit": head, "dirty": dirty},
+        "wall_time_s": round(time.time() - started, 3),
         "command": "python -m measure " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("__main__.py") else None,
     }
     write_atomic(out / "manifest.json", json.dumps(manifest, indent=2, default=str) + "\n")
-    return {"out": out, "golden": summary, "manifest": manifest}
+    replace_dir(out, final)
+    return {"out": final, "golden": summary, "manifest": manifest}
 
 
 def _crystal(lens_rows):
