@@ -48,8 +48,8 @@ def test_unknown_model_is_a_clear_error(tmp_path):
 
 
 def test_unknown_architecture_is_a_clear_error(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
-    with pytest.raises(MeasureError, match="architecture 'bert' is not supported"):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    with pytest.raises(MeasureError, match="architecture 'gpt2' is not supported"):
         load(str(tmp_path), ORGANISM)
 
 
