@@ -1,16 +1,27 @@
-"""Time a full site build (empty figure cache) against a no-op rebuild (warm cache), side by side.
+"""Build times an author waits for, side by side in one run, on a generated 100-page site.
 
-The repository's sources (content/, templates/, bundles/, quoted/) are copied into a temporary
-root so this repository's own cache and public/ are left alone. Each build runs in a fresh
-interpreter, so only the on-disk SVG cache separates a cold build from a warm one. Prints the
-median of each, their ratio, and how many SVG files the cold build rendered into the cache
-(a warm build adds none).
+The site is this repository's (its real studies, figures, bundles and registrations, cloned from
+the committed HEAD into a temporary folder, so nothing here is touched) plus N generated prose
+pages, each with headings, a dozen value references into the organism study's fixtures and a
+table block. Every build runs `build.py` in a fresh interpreter, as an author would:
 
-Usage: python benchmarks/benchmark_build.py [--repeat N]
+- cold:      no cache at all (no figure SVGs, no page cache), the whole site;
+- no-op:     the same command again with nothing changed;
+- edit:      one sentence of one generated page changed, then the same command;
+- marginal:  clean builds (`--clean`, warm figure cache) of the site without and with the N pages:
+             (with - without) / N is the cost of one more page.
+
+If MkDocs is installed (the `bench` extra: `pip install -e '.[bench]'`), the same N pages, with
+their references written out as plain numbers, are built by `mkdocs build` in the same run, for
+the ratio. Timings on a shared machine are inflated by whatever else runs: the load average is
+printed with them; read the ratios.
+
+    .venv/bin/python benchmarks/benchmark_build.py [--pages 100] [--repeat 3]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -20,40 +31,158 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = ("content", "templates", "bundles", "quoted")
+TARGETS = {"no-op": 0.3, "edit": 0.5, "cold": 3.0}  # seconds
+MARGINAL_TARGET_MS = 5.0
+
+REFERENCES = [
+    ("the mean rank correlation", "{{ bundles/organism/golden.json#mean_rho | fmt +.3f minus }}"),
+    ("the number of pairs", "{{ bundles/organism/golden.json#counts/pairs }}"),
+    ("the distinct seeds", "{{ bundles/organism/golden.json#counts/n_effective }}"),
+    ("the components compared", "{{ bundles/organism/golden.json#counts/components_ranked_both }}"),
+    ("the attribution rows", "{{ bundles/organism/attribution_per_pair.jsonl | count }}"),
+    ("the pairs whose margin is negative", "{{ bundles/organism/attribution_per_pair.jsonl | count margin < 0 }}"),
+    ("the mean margin", "{{ bundles/organism/attribution_per_pair.jsonl | mean margin | fmt .3f }}"),
+    ("the largest attribution", "{{ bundles/organism/attribution_per_pair.jsonl | max attribution | fmt .4f }}"),
+    ("the published Skywork mean", "{{ quoted/reward-lens-e04.json#mean_rho/Skywork-Reward-Llama-3.1-8B-v0.2 | fmt +.3f minus }}"),
+    ("the published ArmoRM mean", "{{ quoted/reward-lens-e04.json#mean_rho/ArmoRM-Llama3-8B-v0.1 | fmt +.3f minus }}"),
+    ("the quoted dimensions", "{{ quoted/reward-lens-e04.json#dimensions }}"),
+    ("the tolerance", "{{ quoted/reward-lens-e04.json#tolerance }}"),
+]
 
 
-def timed_build(root: Path, out: Path) -> float:
+def page_text(i: int, plain: dict | None = None, edited: bool = False) -> str:
+    """One generated page; with `plain`, references are written as their values (for MkDocs)."""
+    def ref(text: str) -> str:
+        return plain[text] if plain is not None else text
+    lines = ["---", f"title: Generated note {i:03d}", f"summary: A generated prose page, number {i}, for the build benchmark.", "---", ""]
+    if plain is not None:
+        lines = [f"# Generated note {i:03d}", ""]
+    for section in range(3):
+        lines += [f"## Section {section + 1} of note {i}", ""]
+        for k in range(4):
+            what, expr = REFERENCES[(i + section * 4 + k) % len(REFERENCES)]
+            extra = " This sentence was edited." if edited and section == 0 and k == 0 else ""
+            lines.append(f"In this paragraph {what} is {ref(expr)}, read from a committed fixture when the "
+                         f"site is built, and shown with its receipt.{extra}")
+        lines.append("")
+    if plain is None:
+        lines += ["```table", "source: bundles/organism/golden.json#per_dimension_rho",
+                  "columns: [dimension, Spearman rho]", "fmt: +.3f minus", "```", ""]
+    else:
+        lines += ["| dimension | Spearman rho |", "| --- | --- |"] + [f"| {k} | {v} |" for k, v in plain["_table"]] + [""]
+    return "\n".join(lines)
+
+
+def build(root: Path, out: Path, *extra: str) -> float:
     started = time.perf_counter()
-    subprocess.run([sys.executable, str(REPO / "build.py"), "--root", str(root), "--out", str(out)],
-                   check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    proc = subprocess.run([sys.executable, str(root / "build.py"), "--root", str(root), "--out", str(out), *extra],
+                          capture_output=True, text=True)
+    took = time.perf_counter() - started
+    if proc.returncode != 0:
+        sys.exit(f"build failed ({' '.join(extra) or 'build'}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+    return took
 
 
-def svg_count(root: Path) -> int:
-    cache = root / ".cache" / "figures"
-    return len(list(cache.glob("*.svg"))) if cache.is_dir() else 0
+def clone(dest: Path) -> Path:
+    subprocess.run(["git", "clone", "--quiet", "--shared", str(REPO), str(dest)], check=True)
+    return dest
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3, help="cold/warm build pairs to time (default 3)")
-    args = parser.parse_args()
-    cold, warm = [], []
-    with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp:
-        root = Path(tmp) / "repo"
-        for name in SOURCES:
-            shutil.copytree(REPO / name, root / name)
+def add_pages(root: Path, n: int) -> None:
+    folder = root / "content" / "notes"
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        (folder / f"note-{i:03d}.md").write_text(page_text(i), encoding="utf-8")
+    # the build publishes only files git tracks
+    subprocess.run(["git", "-C", str(root), "add", "content/notes"], check=True)
+
+
+def resolved_values(root: Path) -> dict:
+    """The value each reference shows, for the MkDocs copy (resolved by the generator itself)."""
+    code = ("import json,sys; sys.path.insert(0, sys.argv[1]); from site_src.resolve import Resolver;"
+            "r = Resolver(__import__('pathlib').Path(sys.argv[1]), None);"
+            "refs = json.loads(sys.argv[2]); out = {e: r.resolve(e[3:-3]).display for e in refs};"
+            "b = r.resolve('bundles/organism/golden.json#per_dimension_rho');"
+            "out['_table'] = [[str(k), v.display] for k, v in b.items]; print(json.dumps(out))")
+    import json
+    proc = subprocess.run([sys.executable, "-c", code, str(root), json.dumps([e for _, e in REFERENCES])],
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)
+
+
+def mkdocs_times(tmp: Path, n: int, plain: dict, repeat: int) -> tuple[float, float] | None:
+    try:
+        import mkdocs  # noqa: F401
+    except ImportError:
+        return None
+    site = tmp / "mkdocs"
+    (site / "docs").mkdir(parents=True)
+    (site / "docs" / "index.md").write_text("# Generated notes\n\nThe benchmark's pages.\n")
+    for i in range(n):
+        (site / "docs" / f"note-{i:03d}.md").write_text(page_text(i, plain), encoding="utf-8")
+    (site / "mkdocs.yml").write_text("site_name: Benchmark\nuse_directory_urls: true\n")
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "mkdocs", "build", "--quiet", "--clean", "-f", str(site / "mkdocs.yml"),
+                        "-d", str(tmp / "mkdocs-out")], check=True, capture_output=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), statistics.median(times) / (n + 1)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", type=int, default=100, help="generated prose pages (default 100)")
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions of each timing (median; default 3)")
+    args = parser.parse_args(argv)
+    load_before = os.getloadavg()
+    results: dict[str, list[float]] = {"cold": [], "no-op": [], "edit": [], "base": [], "full": []}
+    with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp_name:
+        tmp = Path(tmp_name)
+        root = clone(tmp / "repo")
+        base_pages = sum(1 for _ in (root / "content").rglob("*.md"))
+        # marginal cost: clean builds with a warm figure cache, without and with the generated pages
+        build(root, tmp / "warmup")
         for _ in range(args.repeat):
+            results["base"].append(build(root, tmp / "base", "--clean"))
+        add_pages(root, args.pages)
+        build(root, tmp / "warmup2")
+        for _ in range(args.repeat):
+            results["full"].append(build(root, tmp / "full", "--clean"))
+        edit_index = min(7, args.pages - 1)
+        note = root / "content" / "notes" / f"note-{edit_index:03d}.md"
+        for r in range(args.repeat):
             shutil.rmtree(root / ".cache", ignore_errors=True)
-            cold.append(timed_build(root, Path(tmp) / "out-cold"))
-            rendered = svg_count(root)
-            warm.append(timed_build(root, Path(tmp) / "out-warm"))
-            added = svg_count(root) - rendered
-    c, w = statistics.median(cold), statistics.median(warm)
-    print(f"full build (empty cache):  median {c:.2f} s over {args.repeat} ({', '.join(f'{t:.2f}' for t in cold)})")
-    print(f"no-op rebuild (warm cache): median {w:.2f} s over {args.repeat} ({', '.join(f'{t:.2f}' for t in warm)})")
-    print(f"ratio full / no-op: {c / w:.2f}x; SVGs rendered cold: {rendered}, added by the rebuild: {added}")
+            out = tmp / f"site-{r}"
+            results["cold"].append(build(root, out))
+            results["no-op"].append(build(root, out))
+            note.write_text(page_text(edit_index, edited=r % 2 == 0), encoding="utf-8")
+            results["edit"].append(build(root, out))
+        plain = resolved_values(root)
+        mk = mkdocs_times(tmp, args.pages, plain, args.repeat)
+    load_after = os.getloadavg()
+    med = {k: statistics.median(v) for k, v in results.items()}
+    marginal_ms = (med["full"] - med["base"]) / args.pages * 1000
+    print(f"site: this repository's {base_pages} content pages (and the pages it derives from them) + {args.pages}"
+          f" generated pages; median of {args.repeat}")
+    for key, label in (("cold", "cold build (no caches)"), ("no-op", "no-op rebuild"), ("edit", "one-page edit")):
+        target = TARGETS[key]
+        verdict = "ok" if med[key] <= target else f"MISSED by {med[key] - target:.2f} s ({med[key] / target:.1f}x)"
+        print(f"  {label:<24} {med[key]:6.2f} s   target <= {target} s: {verdict}   runs: "
+              + ", ".join(f"{t:.2f}" for t in results[key]))
+    print(f"  clean build (--clean, warm figure cache) {med['base']:.2f} s;  with {args.pages} more pages: {med['full']:.2f} s")
+    verdict = "ok" if marginal_ms <= MARGINAL_TARGET_MS else f"MISSED ({marginal_ms / MARGINAL_TARGET_MS:.1f}x)"
+    print(f"  marginal cost per page   {marginal_ms:6.1f} ms  target <= {MARGINAL_TARGET_MS} ms: {verdict}")
+    print(f"  ratios: cold / no-op {med['cold'] / med['no-op']:.1f}x, cold / edit {med['cold'] / med['edit']:.1f}x")
+    if mk is None:
+        print("MkDocs: not installed (pip install -e '.[bench]'); no side-by-side")
+    else:
+        total, per_page = mk
+        print(f"MkDocs {__import__('mkdocs').__version__} (default theme), the same {args.pages} pages with plain numbers:"
+              f" {total:.2f} s, {per_page * 1000:.1f} ms per page (it has no incremental build); MkDocs per page /"
+              f" this generator's marginal cost per page: {per_page * 1000 / marginal_ms:.2f}x")
+    print(f"load average (1, 5, 15 min) before {tuple(round(x, 2) for x in load_before)}, after "
+          f"{tuple(round(x, 2) for x in load_after)}, on {os.cpu_count()} cores: timings on a loaded machine are inflated")
     return 0
 
 
