@@ -1,8 +1,8 @@
-"""Reading one small YAML record (a registration, a reproduction) within a budget, with the line
-of every key.
+"""Reading one small YAML record (a registration, a reproduction) with the line of every key.
 
-A record is a few dozen lines: anything far larger, or any anchor or alias (the way a ten-line
-file can expand without bound), is refused before PyYAML builds a value from it.
+It goes through the build's bounded parser (site_src/parse.py: size, depth and node budgets,
+duplicate keys refused), and a record is held to more: a few dozen lines, so anything far larger
+is refused, and no anchor or alias, since a record spells every value out.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import BuildError
+from ..parse import ParseProblem, load_yaml
 
 MAX_BYTES = 256 * 1024
 MAX_EVENTS = 20_000
@@ -50,12 +51,13 @@ def load_record(path: Path, rel: str) -> Record:
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                 raise BuildError("uses a YAML anchor or alias; a record spells every value out",
                                  f"{rel}:{event.start_mark.line + 1}")
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        data, node = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise BuildError(f"is not valid YAML: {getattr(exc, 'problem', None) or exc}",
                          f"{rel}:{mark.line + 1}" if mark else rel) from None
+    except ParseProblem as exc:
+        raise BuildError(exc.message, f"{rel}:{exc.line}" if exc.line else rel) from None
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
         raise BuildError("must be a YAML mapping of fields", f"{rel}:1")
     lines: dict = {}

@@ -187,3 +187,10 @@ def test_listing_digest_is_what_sha256sum_prints(tiny_bundle, tmp_path):
     done = subprocess.run("find . -type f ! -path '*/__pycache__/*' | sed 's|^\\./||' | LC_ALL=C sort "
                           "| xargs sha256sum | sha256sum", shell=True, cwd=folder, capture_output=True, text=True)
     assert done.stdout.split()[0] == rp.bundle_listing_digest(tiny_bundle)
+
+
+def test_record_with_a_duplicate_key_is_refused(recorded, tiny_bundle):
+    root, text = recorded
+    (root / "reproductions" / "tiny" / "alice.yaml").write_text('study: "tiny"\n' + text)
+    _found, errors = _load(root, tiny_bundle)
+    assert len(errors) == 1 and errors.lines()[0].startswith("reproductions/tiny/alice.yaml:") and "study" in errors.lines()[0]
