@@ -2,10 +2,13 @@
 
 Default: random-weight Llama reward models (built from a config with a fixed seed; nothing is
 downloaded) of 8 layers at hidden size 256 with 30 pairs, and 16 layers with 24 pairs; mean
-ablation of every attn and mlp block, patched in at every position; one thread. Three methods:
+ablation of every attn and mlp block, patched in at every position; one thread. Four methods:
 
 - the sweep (`measure.instruments.patch_sweep`): caches the clean run, resumes each patched run
   at the patched layer, batches all variants that resume from the same point, shards of 8 pairs;
+- the ladder sweep (`measure.instruments.patch_ladder`, opt-in, not used by the committed
+  studies): one pass up the layers for every patch point, sequences bucketed by length
+  (`--buckets` per shard), the last MLP on the scoring token only;
 - a plain forward-hooks loop: one full forward pass of the model per component per sequence
   (batch of one, no padding), a forward hook replacing the block's output;
 - nnsight 0.8.1 (if installed), the same loop as traces that set the block's output.
@@ -270,7 +273,8 @@ def main() -> int:
     parser.add_argument("--sizes", default="small,large", help="comma-separated: small (8 layers), large (16)")
     parser.add_argument("--no-nnsight", action="store_true", help="leave nnsight out even if installed")
     parser.add_argument("--no-hooks", action="store_true", help="leave the hooks loop out")
-    parser.add_argument("--buckets", default="8", help="length buckets of the ladder sweep (comma-separated to compare)")
+    parser.add_argument("--buckets", default="16", help="length buckets per shard of the ladder sweep "
+                        "(16: one per sequence; comma-separated to compare)")
     parser.add_argument("--organism", action="store_true", help="the older organism check (all modes and heads)")
     parser.add_argument("--model", default="organism", help="with --organism")
     parser.add_argument("--pairs-file", type=Path, default=ORGANISM_DIR / "pairs.jsonl", help="with --organism")

@@ -192,7 +192,7 @@ def patch_sweep(adapter: Adapter, batch: Batch, run: ActivationCache, stats: Act
 
 def patch_ladder(adapter: Adapter, batch: Batch, run: ActivationCache, stats: ActivationStats | None,
                  components: list[str], modes=MODES, max_rows: int = 512,
-                 counter: dict | None = None, folds: torch.Tensor | None = None, buckets: int = 2
+                 counter: dict | None = None, folds: torch.Tensor | None = None, buckets: int | None = None
                  ) -> dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor]]:
     """`patch_sweep`'s results (equal to float rounding, not bit for bit) from fewer, larger passes.
 
@@ -200,9 +200,9 @@ def patch_ladder(adapter: Adapter, batch: Batch, run: ActivationCache, stats: Ac
     - one pass up the layers for variants of every patch point (a ladder): at layer i the batch
       holds every variant patched below i, and the variants patched at layer i join it there, so
       a study makes L layer calls per chunk instead of about L^2/2 (same layer evaluations);
-    - the pairs are cut into `buckets` groups of similar length, each padded only to its own
-      longest sequence (a pair stays together, so swap partners stay `row ^ 1`), so less padding
-      is computed, and smaller groups fit more variants in `max_rows`;
+    - the sequences are cut into `buckets` groups of similar length (default: one per
+      sequence), each padded only to its own longest, so less padding is computed, and smaller
+      groups fit more variants in `max_rows`;
     - the last layer's MLP runs on the scoring token only (the one position read after it)."""
     family = adapter.family
     if getattr(family, "residual", None) != "pre-norm":  # buckets slice the causal masks' width
@@ -216,29 +216,28 @@ def patch_ladder(adapter: Adapter, batch: Batch, run: ActivationCache, stats: Ac
             raise MeasureError(f"component {name!r} cannot be patched")
         variants.extend((layer, 1 if kind == "mlp" else 0, name, mode) for mode in modes)
     variants.sort(key=lambda v: v[:2])  # by resume point; stable, so model order within one
-    n_pairs = B // 2
-    pair_len = [max(batch.lengths[2 * p], batch.lengths[2 * p + 1]) for p in range(n_pairs)]
-    by_length = sorted(range(n_pairs), key=lambda p: (pair_len[p], p))
-    size = -(-n_pairs // max(1, min(buckets, n_pairs)))
-    groups = [by_length[s:s + size] for s in range(0, n_pairs, size)]
-    margins = {(v[2], v[3]): torch.empty(n_pairs, dtype=torch.float32, device=batch.ids.device) for v in variants}
+    # sequences, not pairs, are bucketed: a swap patch takes its partner's value when the
+    # patched stream is made (on the whole batch, below), and rows are independent after that
+    by_length = sorted(range(B), key=lambda b: (batch.lengths[b], b))
+    size = -(-B // max(1, min(buckets or B, B)))
+    groups = [by_length[s:s + size] for s in range(0, B, size)]
+    rewards = torch.empty(len(variants), B, dtype=torch.float32, device=batch.ids.device)
     offs = {}
     with torch.no_grad():
         streams = {}
         for layer, side, name, mode in variants:
             streams[(name, mode)], offs[(name, mode)] = _patched_stream(adapter, batch, run, stats, name, mode, folds)
         for group in groups:
-            rows = torch.tensor([2 * p + s for p in group for s in (0, 1)], device=batch.ids.device)
-            width = max(pair_len[p] for p in group)
-            score_idx = batch.score_idx[rows]
+            rows = torch.tensor(group, device=batch.ids.device)
+            width = max(batch.lengths[b] for b in group)
             per_chunk = max(1, max_rows // len(rows))
             for start in range(0, len(variants), per_chunk):
                 chunk = variants[start:start + per_chunk]
-                final = _climb(family, chunk, streams, rows, width, score_idx, ctx, adapter.n_layers, counter)
-                rewards = adapter.reward_of(final).reshape(len(chunk), len(rows))
-                for k, (_layer, _side, name, mode) in enumerate(chunk):
-                    margins[(name, mode)][group] = (rewards[k, 0::2] - rewards[k, 1::2]).to(torch.float32)
-    return {key: (margins[key], offs[key]) for key in margins}
+                final = _climb(family, chunk, streams, rows, width, batch.score_idx[rows], ctx,
+                               adapter.n_layers, counter)
+                rewards[start:start + len(chunk), rows] = adapter.reward_of(final).reshape(len(chunk), len(rows))
+    margins = _margins(rewards)
+    return {(v[2], v[3]): (margins[k], offs[(v[2], v[3])]) for k, v in enumerate(variants)}
 
 
 def _climb(family, chunk, streams, rows, width, score_idx, ctx, n_layers, counter):

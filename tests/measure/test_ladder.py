@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 
-@pytest.mark.parametrize("buckets,max_rows", [(1, 512), (3, 40), (6, 24)])
+@pytest.mark.parametrize("buckets,max_rows", [(1, 512), (3, 40), (None, 24)])
 def test_ladder_equals_sweep_and_naive(adapter, pair_batch, buckets, max_rows):
     from measure.instruments import MODES, StatsAccumulator, naive_sweep, patch_ladder, patch_sweep
 
