@@ -25,6 +25,7 @@ the file system's timestamp granularity is never missed.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -107,7 +108,8 @@ class State:
         except (OSError, ValueError):
             data = {}
         self.data = {"format": FORMAT, "digests": data.get("digests", {}), "pages": data.get("pages", {}),
-                     "outputs": data.get("outputs", {}), "assets": data.get("assets", {})}
+                     "outputs": data.get("outputs", {}), "assets": data.get("assets", {}),
+                     "bundles": data.get("bundles", {})}
         self.digests = Digests(self.data["digests"])
 
     def blob(self, digest: str) -> bytes | None:
@@ -229,7 +231,13 @@ _LAST: dict = {}
 
 def record(root: Path, out: Path, files: dict) -> None:
     """After a successful swap: remember what `out` now holds and what it was built from."""
-    root = Path(root).resolve()
+    try:
+        _record(Path(root).resolve(), out, files)
+    except (OSError, TypeError, ValueError) as exc:
+        print(f"warning: the incremental cache was not saved ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+
+def _record(root: Path, out: Path, files: dict) -> None:
     key, state = _LAST.pop(str(out), (None, None))
     if state is None:
         state = State(root)
@@ -269,6 +277,8 @@ class PageMemo:
         self.nav = ""
         self.figures: dict = {}
         self.pending: dict[str, dict] = {}
+        self.new_bundles: dict[str, tuple] = {}
+        self.cached_bundles: set[str] = set()
 
     def set_site(self, pages: dict, order: list, figures: dict) -> None:
         """The navigation and numbering every page shows: called once the figures are numbered."""
@@ -330,6 +340,29 @@ class PageMemo:
         self.pending[page.repo_rel] = {"key": self._key(page), "deps": deps, "used": dict(used),
                                        "figure_count": figure_count, "produced": produced}
 
+    def bundle(self, name: str, members: list[str], make):
+        """A study's Bundle (site_src/bundles.py: its zip, file digests and the reproduction kit's
+        output), reused while its files, the commit and the generator are unchanged."""
+        if not self.enabled:
+            return make()
+        key = _json_sha([self.context, name, [(m, self._dep(f"bundles/{name}/{m}")) for m in members]])
+        entry = self.state.data["bundles"].get(name)
+        if entry and entry.get("key") == key:
+            zip_bytes = self.state.blob(entry["zip"])
+            if zip_bytes is not None:
+                from .bundles import Bundle, BundleFile
+                fields = dict(entry["fields"], files=tuple(BundleFile(*f) for f in entry["fields"]["files"]))
+                self.cached_bundles.add(name)
+                return Bundle(zip_bytes=zip_bytes, **fields)
+        made = make()
+        if dataclasses.is_dataclass(made):   # stand-ins in tests are not cached
+            self.new_bundles[name] = (key, made)
+        return made
+
+    def verified_before(self, page, bundle) -> bool:
+        """A reused page showing a reused bundle: the same bytes were checked when both were stored."""
+        return self.enabled and page.rel in self.reused and bundle.name in self.cached_bundles
+
     def figure_assets(self, make) -> dict:
         """The figure runtime files: the same for one generator version, so cached by it."""
         if self.enabled:
@@ -344,14 +377,27 @@ class PageMemo:
         return assets
 
     def commit(self) -> None:
-        """The build succeeded: save the rendered pages' entries (and the figure assets)."""
+        """The build succeeded: save the rendered pages' entries (and the figure assets). A cache
+        that cannot be written costs the next build its speed, never this build its success."""
         if not self.enabled:
             return
+        try:
+            self._commit()
+        except (OSError, TypeError, ValueError) as exc:
+            print(f"warning: the incremental cache was not saved ({type(exc).__name__}: {exc}); "
+                  "the next build renders every page", file=sys.stderr)
+
+    def _commit(self) -> None:
         pages = self.state.data["pages"]
         for rel, entry in self.pending.items():
             produced = entry.pop("produced")
             entry["files"] = {name: self.state.put_blob(data) for name, data in sorted(produced.items())}
             pages[rel] = entry
+        for name, (key, made) in self.new_bundles.items():
+            fields = {f.name: getattr(made, f.name) for f in dataclasses.fields(made) if f.name != "zip_bytes"}
+            fields["files"] = [list(dataclasses.astuple(f)) for f in made.files]
+            self.state.data["bundles"][name] = {"key": key, "zip": self.state.put_blob(made.zip_bytes),
+                                                "fields": fields}
         if getattr(self, "_assets", None) is not None:
             self.state.data["assets"] = {"key": self.context,
                                          "files": {n: self.state.put_blob(d) for n, d in self._assets.items()}}

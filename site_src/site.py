@@ -139,9 +139,9 @@ def collect(root: Path, incremental: bool = False) -> BuildResult:
         figure_count += rendered.figure_count if reused is None else reused
         bundle = None
         if page.is_study and isinstance(page.meta.get("bundle"), str) and files.listed(f"bundles/{page.meta['bundle']}")[0]:
-            bundle = _bundle(files, page, bundles, errors)
+            bundle = _bundle(files, page, bundles, errors, memo)
         study = honesty.study(page, bundle) if bundle is not None else None
-        if bundle is not None:
+        if bundle is not None and not memo.verified_before(page, bundle):
             bundle_pages.append((page.out_path, bundle))
         if reused is not None:
             continue
@@ -198,7 +198,7 @@ def _check_outputs(out: dict, errors) -> None:
             errors.add(BuildError(f"output path {rel!r} is both a file and a folder of the site"))
 
 
-def _bundle(files: RepoFiles, page, bundles: dict, errors):
+def _bundle(files: RepoFiles, page, bundles: dict, errors, memo=None):
     name = page.meta["bundle"]
     if name in bundles:
         return bundles[name]
@@ -208,7 +208,8 @@ def _bundle(files: RepoFiles, page, bundles: dict, errors):
     try:
         module = importlib.import_module("site_src.bundles")
         members = [rel[len(f"bundles/{name}/"):] for rel in files.listed(f"bundles/{name}")[0]]
-        bundles[name] = module.build_bundle(files.root / "bundles" / name, files.root, members=members)
+        make = lambda: module.build_bundle(files.root / "bundles" / name, files.root, members=members)  # noqa: E731
+        bundles[name] = memo.bundle(name, members, make) if memo is not None else make()
     except Exception as exc:
         errors.add(BuildError(f"bundle {name!r}: {exc}", page.field_where("bundle")))
         return None

@@ -56,7 +56,7 @@ def edit(root: Path, rel: str, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
-def check_same_as_clean(root: Path, out: Path, clean: Path, rendered: set | None) -> None:
+def check_same_as_clean(root: Path, out: Path, clean: Path, rendered: set | None):
     result = build(root, out)
     assert result.ok, "\n".join(result.errors.lines())
     memo = result.memo
@@ -67,6 +67,7 @@ def check_same_as_clean(root: Path, out: Path, clean: Path, rendered: set | None
     assert not differ, f"incremental output differs from a clean build in {differ[:10]}"
     if rendered is not None:
         assert set(memo.rendered) == rendered, (memo.rendered, memo.reused)
+    return memo
 
 
 def test_edit_sequence_matches_clean_builds(clone, tmp_path):
@@ -81,7 +82,8 @@ def test_edit_sequence_matches_clean_builds(clone, tmp_path):
 
     # a prose edit: that page only
     edit(clone, "content/interpreting-results-honestly.md", "\n## ", "\nAn added sentence, without figures.\n\n## ")
-    check_same_as_clean(clone, out, clean, {"interpreting-results-honestly.md"})
+    memo = check_same_as_clean(clone, out, clean, {"interpreting-results-honestly.md"})
+    assert "organism" in memo.cached_bundles and not memo.new_bundles   # the studies' bundles (zip, kit run) are reused too
 
     # a page added with a fixture of its own (nav and the home page's listing change: every page)
     (clone / "data").mkdir(exist_ok=True)
