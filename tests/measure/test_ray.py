@@ -65,3 +65,14 @@ def test_ray_run_resumes_survives_a_killed_worker_and_matches_in_process(tmp_pat
     assert marker.exists(), "the worker was never killed"
     assert (result["computed"], result["resumed"]) == (shards - 2, 2)
     assert _files(tmp_path / "ray" / "bundle") == _files(tmp_path / "inprocess" / "bundle")
+
+
+def test_ray_is_imported_only_when_asked_for():
+    import subprocess
+    import sys
+
+    code = ("import sys, measure.__main__, measure.ray_runner, measure.study; "
+            "sys.exit(1 if 'ray' in sys.modules else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr or "ray was imported without --ray"
