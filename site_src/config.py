@@ -7,8 +7,8 @@ import yaml
 
 from .errors import BuildError
 from .parse import ParseProblem, load_yaml
+from .schema import SITE
 
-KEYS = ("title", "base_url", "nav", "description")
 
 
 @dataclass
@@ -42,9 +42,7 @@ def load_config(files, errors, rel: str = "content/site.yaml") -> SiteConfig:
         errors.add(BuildError("must be a mapping with title, base_url and nav", f"{rel}:1"))
         return fallback
     lines = {k.value: k.start_mark.line + 1 for k, _ in node.value} if isinstance(node, yaml.MappingNode) else {}
-    for key in data:
-        if key not in KEYS:
-            errors.add(BuildError(f"unknown key {key!r} (known: {', '.join(KEYS)})", f"{rel}:{lines.get(key, 1)}"))
+    SITE.check(data, lambda key: f"{rel}:{lines.get(key, 1)}", errors)
     if not isinstance(data.get("title"), str):
         errors.add(BuildError("needs a text 'title'", f"{rel}:{lines.get('title', 1)}"))
     nav = data.get("nav") or []

@@ -12,7 +12,9 @@ from markdown_it.rules_inline import StateInline
 from mdit_py_plugins.anchors import anchors_plugin
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-_FIG = re.compile(r"\[\[fig:([A-Za-z0-9][A-Za-z0-9_-]*)\]\]")
+from .schema import FIGURE_ID
+
+_FIG = re.compile(r"\[\[fig:(" + FIGURE_ID.pattern + r")\]\]")
 
 
 def slugify(title: str) -> str:

@@ -1,25 +1,15 @@
 """Content pages: discovery under content/, YAML front matter with the line of every field, clean URLs."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import yaml
 
 from .errors import BuildError
 from .parse import ParseProblem, load_yaml
+from .schema import FRONT_MATTER, STUDY_NAME
 from .urls import RESERVED
 
-FIELDS = ("title", "nav_title", "summary", "subject", "question", "access", "trust", "claim", "bundle", "reproduction",
-          "calibration")
-FLAGS = ("raw_html",)   # true/false fields: raw_html lets the page's Markdown hold (checked) HTML
-REQUIRED = ("title", "summary")
-STUDY_REQUIRED = ("subject", "question", "access", "trust", "claim")
-# Computed by the build (site_src/honesty), never typed: a page that types one is refused.
-COMPUTED = {"reproduction": "the reproduction line is computed from the records under reproductions/<study>/"}
-TRUST = ("exploratory", "calibrated", "registered")
-CLAIMS = ("observational", "causal", "observational vs causal")
-STUDY_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 PROSE_FIELDS = ("title", "nav_title", "summary", "subject", "question", "access", "reproduction")
 
 
@@ -32,6 +22,7 @@ class Page:
     meta_lines: dict         # field -> 1-based line in the page file
     body: str                # Markdown with the front matter blanked, so line numbers stay true
     number: int = 0          # position in the navigation (1-based): the N of "Fig. N.M"
+    tokens: list | None = None   # the Markdown parsed once (stage number), rendered in place (stage render)
 
     @property
     def out_path(self) -> str:
@@ -126,31 +117,7 @@ def load_page(repo_rel: str, files, errors) -> Page | None:
 
 def _validate(page: Page, files, errors) -> None:
     meta = page.meta
-    for name in meta:
-        if name in FLAGS:
-            if not isinstance(meta[name], bool):
-                errors.add(BuildError(f"front-matter field {name!r} must be true or false", page.field_where(name)))
-        elif name not in FIELDS:
-            errors.add(BuildError(f"unknown front-matter field {name!r} (known: {', '.join(FIELDS + FLAGS)})",
-                                  page.field_where(str(name))))
-    for name, why in COMPUTED.items():
-        if name in meta:
-            errors.add(BuildError(f"front-matter field {name!r} is not typed: {why}; remove the field",
-                                  page.field_where(name)))
-    required = REQUIRED + (STUDY_REQUIRED if page.is_study else ())
-    for name in required:
-        if name not in meta or meta[name] in (None, ""):
-            why = " (study pages, those with bundle:, need it)" if name in STUDY_REQUIRED else ""
-            errors.add(BuildError(f"front matter lacks {name!r}{why}", page.where(1)))
-    for name in FIELDS:
-        if name in meta and not isinstance(meta[name], str):
-            errors.add(BuildError(f"front-matter field {name!r} must be text", page.field_where(name)))
-    if "trust" in meta and meta["trust"] not in TRUST:
-        errors.add(BuildError(f"unknown trust {meta['trust']!r}: use one of {', '.join(TRUST)}",
-                              page.field_where("trust")))
-    if "claim" in meta and meta["claim"] not in CLAIMS:
-        errors.add(BuildError(f"unknown claim {meta['claim']!r}: use one of " + ", ".join(repr(c) for c in CLAIMS),
-                              page.field_where("claim")))
+    FRONT_MATTER.check(meta, page.field_where, errors, study=page.is_study, missing_at=page.where(1))
     bundle = meta.get("bundle")
     if isinstance(bundle, str) and not STUDY_NAME.fullmatch(bundle):
         errors.add(BuildError(f"bundle {bundle!r}: a study name matches {STUDY_NAME.pattern}",

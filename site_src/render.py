@@ -11,20 +11,20 @@ from pathlib import Path
 
 from markupsafe import Markup, escape
 
+from . import figures as figures_module
 from .errors import BuildError, FixtureProblem
 from .mathml import to_mathml
 from .numbers import unbound_numbers
 from .rawhtml import html_problems
 from .parse import ParseProblem, load_yaml
-from .pages import CLAIMS, TRUST, Page
+from .pages import Page
 from .receipt_html import raw_text, receipt_html
 from .receipts import Resolved
 from .refgrammar import RefSyntaxError, parse_ref
+from .schema import CLAIMS, FIGURE_BLOCK_REQUIRED, FIGURE_ID, TABLE_BLOCK, TRUST, listing
 from .resolve import Resolver
 from .urls import href
 
-TABLE_KEYS = ("source", "columns", "fmt", "caption", "sort", "fields")
-FIGURE_KEYS_REQUIRED = ("kind", "id", "caption", "claim")
 
 
 @dataclass
@@ -106,7 +106,7 @@ class PageRenderer:
 
     # -- the walk ----------------------------------------------------------------------------
     def render(self) -> Rendered:
-        tokens = self.md.parse(self.page.body, self.env)
+        tokens = parsed(self.page, self.md, self.env)
         last_level = 1
         heading = None
         for index, token in enumerate(tokens):
@@ -228,7 +228,7 @@ class PageRenderer:
         return spec
 
     def table_block(self, body: str, line: int) -> Markup:
-        spec = self.block_spec(body, line, "table", TABLE_KEYS)
+        spec = self.block_spec(body, line, "table", TABLE_BLOCK)
         if spec is None:
             return Markup("")
         source = spec.get("source")
@@ -333,14 +333,7 @@ class PageRenderer:
             return Markup("")  # the pre-pass (collect_figures) already reported what is wrong
         self.fig_order += 1
         self.out.figure_count += 1
-        try:
-            from . import figures as figures_module
-            render_figure = figures_module.render_figure
-            FigureContext = figures_module.FigureContext
-        except (ImportError, AttributeError) as exc:
-            self.errors.add(BuildError(f"figure {fig_id}: the figures module is not available ({exc})",
-                                       self.page.where(line)))
-            return Markup("")
+        render_figure, FigureContext = figures_module.render_figure, figures_module.FigureContext
         ctx = FigureContext(
             resolve_path=self.resolver.path_for,
             resolve_ref=self.resolver.resolve,
@@ -431,10 +424,17 @@ def _table_rows(resolved: Resolved, fields):
     return ["key", "value"], [[str(k), r] for k, r in items]
 
 
+def parsed(page: Page, md, env) -> list:
+    """The page's tokens: parsed on first use and kept, so each page is parsed once per build."""
+    if page.tokens is None:
+        page.tokens = md.parse(page.body, env)
+    return page.tokens
+
+
 def collect_figures(page: Page, md, env, errors, figures: dict) -> None:
     """Pre-pass: number every figure block of a page, so [[fig:ID]] may point forward or to another page."""
     order = 0
-    for token in md.parse(page.body, env):
+    for token in parsed(page, md, env):
         if token.type != "fence" or token.info.strip() != "figure":
             continue
         line = token.map[0] + 1
@@ -445,19 +445,19 @@ def collect_figures(page: Page, md, env, errors, figures: dict) -> None:
         if not isinstance(spec, dict):
             errors.add(BuildError("figure block must be a YAML mapping", page.where(line)))
             continue
-        missing = [k for k in FIGURE_KEYS_REQUIRED if not spec.get(k)]
+        missing = [k for k in FIGURE_BLOCK_REQUIRED if not spec.get(k)]
         if missing:
             errors.add(BuildError(f"figure block lacks {', '.join(missing)}", page.where(line)))
             continue
         fig_id = spec["id"]
-        if not isinstance(fig_id, str) or not fig_id.replace("-", "").replace("_", "").isalnum():
+        if not isinstance(fig_id, str) or not FIGURE_ID.fullmatch(fig_id):
             errors.add(BuildError(f"figure id {fig_id!r}: use letters, digits, '-' and '_'", page.where(line)))
             continue
         if spec["claim"] not in CLAIMS:
             errors.add(BuildError(f"figure {fig_id}: unknown claim {spec['claim']!r}: use one of "
-                                  + ", ".join(repr(c) for c in CLAIMS), page.where(line + 1 + _key_line(token.content, "claim"))))
+                                  + listing(CLAIMS), page.where(line + 1 + _key_line(token.content, "claim"))))
         if spec.get("trust") is not None and spec["trust"] not in TRUST:
-            errors.add(BuildError(f"figure {fig_id}: unknown trust {spec['trust']!r}: use one of {', '.join(TRUST)}",
+            errors.add(BuildError(f"figure {fig_id}: unknown trust {spec['trust']!r}: use one of {listing(TRUST)}",
                                   page.where(line + 1 + _key_line(token.content, "trust"))))
         if fig_id in figures:
             errors.add(BuildError(f"figure id {fig_id!r} is already used at {figures[fig_id].page.where(figures[fig_id].line)}",

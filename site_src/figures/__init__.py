@@ -6,8 +6,8 @@ page with figures puts in its <head>. See docs/figures.md for every kind and its
 """
 from __future__ import annotations
 
-from importlib import import_module
-
+from ..schema import FIGURE_ID
+from . import heatmap, lens_curve, margin_distribution, patch_picker, rank_scatter, rho_bars, top_lists
 from .assemble import assemble
 from .data import options, spec_id
 from .runtime import figure_assets, figure_head_html
@@ -15,13 +15,13 @@ from .types import FigureContext, FigureError, RenderedFigure
 
 # kind name -> module with build(spec, ctx) -> FigureParts
 KINDS = {
-    "rank_scatter": "rank_scatter",
-    "rho_bars": "rho_bars",
-    "patch_picker": "patch_picker",
-    "top_lists": "top_lists",
-    "lens_curve": "lens_curve",
-    "margin_distribution": "margin_distribution",
-    "heatmap": "heatmap",
+    "rank_scatter": rank_scatter,
+    "rho_bars": rho_bars,
+    "patch_picker": patch_picker,
+    "top_lists": top_lists,
+    "lens_curve": lens_curve,
+    "margin_distribution": margin_distribution,
+    "heatmap": heatmap,
 }
 
 __all__ = ["FigureContext", "FigureError", "RenderedFigure", "render_figure", "figure_assets",
@@ -32,8 +32,7 @@ def render_figure(kind: str, spec: dict, ctx: FigureContext) -> RenderedFigure:
     if kind not in KINDS:
         raise FigureError(spec_id(spec), f"unknown figure kind {kind!r} (known: {', '.join(sorted(KINDS))})")
     figure_id = spec.get("id")
-    if not figure_id or not str(figure_id).replace("-", "").replace("_", "").isalnum():
+    if not figure_id or not FIGURE_ID.fullmatch(str(figure_id)):
         raise FigureError(spec_id(spec), "`id` is required: letters, digits, '-' and '_' only")
-    module = import_module(f"{__name__}.{KINDS[kind]}")
-    parts = module.build(spec, ctx)
+    parts = KINDS[kind].build(spec, ctx)
     return assemble(kind, str(figure_id), parts, ctx, options(spec))

@@ -16,11 +16,11 @@ import json
 import re
 from pathlib import Path
 
-import yaml
 
 from bundle_kit import contract
 
 from ..errors import BuildError
+from ..parse import ParseProblem, load_yaml
 from . import claims
 
 KEY_CONSTRUCTION = "construction"    # key.json: how the key was constructed (text)
@@ -65,11 +65,11 @@ def _fence_line(body: str, key: str) -> int:
 
 def figure_blocks(page, md, env):
     """(line of the fence, spec, body) of every figure block of the page."""
-    for token in md.parse(page.body, env):
+    for token in page.tokens if page.tokens is not None else md.parse(page.body, env):  # parsed once, by the build
         if token.type == "fence" and token.info.strip() == "figure" and token.map:
             try:
-                spec = yaml.safe_load(token.content)
-            except yaml.YAMLError:
+                spec, _node = load_yaml(token.content)   # bounded, like every block the build reads
+            except ParseProblem:
                 continue  # the renderer reports it
             if isinstance(spec, dict):
                 yield token.map[0] + 1, spec, token.content

@@ -270,8 +270,8 @@ def test_unexpected_exception_is_a_page_line_error(site, capsys, monkeypatch):
 
 
 def test_unexpected_exception_outside_a_page(site, capsys, monkeypatch):
-    import site_src.site as site_module
-    monkeypatch.setattr(site_module, "load_config", lambda *a: 1 / 0)
+    import site_src.stages.load as load_stage
+    monkeypatch.setattr(load_stage, "load_config", lambda *a: 1 / 0)
     assert run(site) == 1
     assert "error: build: internal error: ZeroDivisionError" in capsys.readouterr().err
 

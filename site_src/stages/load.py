@@ -1,0 +1,70 @@
+"""Stage 1, load the site: the path policy, site.yaml, every page and its front matter, the
+navigation order, the templates. Nothing is rendered yet."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from .. import reader
+from ..config import load_config, order_pages
+from ..errors import BuildError, Errors
+from ..fixtures import FixtureCache
+from ..honesty import Honesty
+from ..pages import discover, load_page
+from ..paths import InputRefused, RepoFiles
+from .model import Site
+
+
+class RepoLoader(jinja2.BaseLoader):
+    """Templates under templates/, read through the path policy (tracked, no symbolic link)."""
+
+    def __init__(self, files: RepoFiles):
+        self.files = files
+
+    def get_source(self, environment, template):
+        rel = f"templates/{template}"
+        try:
+            text = self.files.read_bytes(rel).decode("utf-8")
+        except (InputRefused, OSError, UnicodeDecodeError) as exc:
+            raise jinja2.TemplateNotFound(f"{rel}: {exc}") from None
+        return text, rel, lambda: True
+
+
+def make_env(files: RepoFiles) -> jinja2.Environment:
+    return jinja2.Environment(loader=RepoLoader(files), autoescape=True, undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True)
+
+
+def load_site(root: Path, errors: Errors) -> Site | None:
+    """The site as read from `root`; None when not even the path policy can be set up."""
+    root = root.resolve()
+    try:
+        files = RepoFiles(root)
+    except InputRefused as exc:
+        errors.add(BuildError(str(exc)))
+        return None
+    config = load_config(files, errors)
+    pages = {}
+    by_url: dict[str, str] = {}
+    for repo_rel in discover(files, errors):
+        page = load_page(repo_rel, files, errors)
+        if page is None:
+            continue
+        if page.url in by_url:
+            errors.add(BuildError(f"page has the URL /{page.url} of {by_url[page.url]}: rename one of them",
+                                  page.repo_rel))
+            continue
+        by_url[page.url] = page.repo_rel
+        pages[page.rel] = page
+    order = order_pages(config, pages, "content/site.yaml", errors)
+    for number, name in enumerate(order, start=1):
+        pages[name].number = number
+    jinja = make_env(files)
+    facts = reader.site_facts(root)
+    jinja.globals.update(built=facts, og=None, cite=None)  # reader features (site_src/reader)
+    cache = FixtureCache()
+    honesty = Honesty(root, errors, cache, files=files)
+    honesty.study_urls = {p.meta["bundle"]: p.url for p in pages.values()
+                          if p.is_study and isinstance(p.meta.get("bundle"), str)}
+    return Site(root, files, errors, config, pages, order, jinja, facts, cache, honesty)

@@ -1,0 +1,156 @@
+"""Stage 5, publish: every page through its template (with its bundle and honesty sections), the
+fixtures and their line views, the bundles' zips, the static and figure assets and the sitemap,
+as one map {path under the site root: bytes}. Every output path is checked."""
+from __future__ import annotations
+
+from xml.sax.saxutils import escape as xml_escape
+
+import jinja2
+from markupsafe import Markup
+
+from .. import bundles as bundle_kit
+from .. import figures
+from .. import reader
+from ..errors import BuildError
+from ..paths import check_out_rel
+from ..receipt_html import raw_text
+from ..sources import publish as publish_sources
+from ..sources import sha256
+from ..urls import href, url_path
+from .model import BuildResult, Bundled, Site
+
+DOCS_PAGE = "how-this-site-is-built.md"
+
+
+def publish(bundled: Bundled) -> BuildResult:
+    rendered = bundled.rendered
+    site = rendered.numbered.site
+    errors = site.errors
+    out: dict = dict(rendered.files)
+    bundle_pages = []
+    memo = rendered.numbered.memo
+    for output in rendered.outputs:
+        page, bundle = output.page, output.bundle
+        study = site.honesty.study(page, bundle) if bundle is not None else None
+        if bundle is not None and not memo.verified_before(page, bundle):
+            bundle_pages.append((page.out_path, bundle))
+        if output.reused is not None:
+            continue   # replayed from the page cache, files and all
+        extra, extra_files = reader.page_extras(site.root, site.config, page, output.rendered, bundle,
+                                                "../" * page.depth, site.facts)
+        out.update(extra_files)
+        try:
+            out[page.out_path] = _page_html(site, page, output.rendered, bundle, study, extra).encode()
+            memo.store(page, {**output.rendered.files, **extra_files, page.out_path: out[page.out_path]}, output.used,
+                       output.rendered.figure_count, bundle.name if bundle is not None else None)
+        except jinja2.TemplateError as exc:
+            errors.add(BuildError(f"template error: {exc}", page.where()))
+    if bundled.bundles:
+        try:
+            out.update(bundle_kit.public_files(list(bundled.bundles.values())))
+        except Exception as exc:  # a zip that cannot be described: reported, the build goes on
+            errors.add(BuildError(f"bundles: {exc}"))
+    try:
+        out.update(site.honesty.pages(lambda template, prefix, **ctx: site.jinja.get_template(template).render(
+            **_common(site, None, prefix), description=ctx.get("summary", ""), **ctx)))
+    except jinja2.TemplateError as exc:
+        errors.add(BuildError(f"template error in the registration pages: {exc}"))
+    used = dict(rendered.used)
+    for rel, view in site.honesty.used.items():
+        used[rel] = used.get(rel, False) or view
+    out.update(publish_sources(site.files, used, lambda rel, data: _source_view(site, rel, data), errors))
+    static, refused = site.files.listed("templates/static")
+    for rel, why in refused:
+        errors.add(BuildError(f"static file {why}", rel))
+    for rel in static:
+        out[f"assets/{rel[len('templates/static/'):]}"] = site.files.read_bytes(rel)
+    if any(o.figure_count for o in rendered.outputs):
+        try:
+            assets = memo.figure_assets(lambda: figures.figure_assets(site.root / ".cache" / "figures"))
+            out.update({f"assets/{name}": data for name, data in assets.items()})
+        except Exception as exc:  # vl-convert's runtime could not be produced
+            errors.add(BuildError(f"figures: cannot produce the figure assets: {exc}"))
+    if site.config.base_url:
+        out["sitemap.xml"] = _sitemap(site.config.base_url, [site.pages[n] for n in site.order])
+    _check_outputs(out, errors)
+    return BuildResult(errors, out, bundle_pages, note=memo.summary() if memo.enabled else "", memo=memo)
+
+
+def _check_outputs(out: dict, errors) -> None:
+    """Every output path stays inside the site, and no path is both a file and a folder."""
+    folders = set()
+    for rel in out:
+        parts = rel.split("/")
+        folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    for rel in sorted(out):
+        why = check_out_rel(rel)
+        if why:
+            errors.add(BuildError(f"output path {rel[:80]!r} {why}"))
+        elif rel in folders:
+            errors.add(BuildError(f"output path {rel!r} is both a file and a folder of the site"))
+
+
+def _nav(site: Site, current, prefix):
+    # nav_title: a short label for the navigation bar, where a page's title is a whole question
+    pages = site.pages
+    return [{"title": pages[n].meta.get("nav_title") or pages[n].meta.get("title", n),
+             "href": href(prefix, pages[n].url), "current": current is not None and pages[n] is current}
+            for n in site.order]
+
+
+def _common(site: Site, current, prefix):
+    docs = site.pages.get(DOCS_PAGE)
+    return {
+        "site": site.config, "rel": prefix, "nav": _nav(site, current, prefix),
+        "home_href": href(prefix, ""), "docs_href": href(prefix, docs.url if docs else ""),
+        "extra_css": [], "extra_js": [], "extra_head": "",
+    }
+
+
+def _page_html(site: Site, page, rendered, bundle, honesty=None, extra=None) -> str:
+    prefix = "../" * page.depth
+    provenance = []
+    for resolved, text, rid in rendered.values:
+        provenance.append({"text": text, "raw": raw_text(resolved.value), "receipt": resolved.receipt,
+                           "href": prefix + resolved.href if resolved.href else "", "anchor": rid,
+                           "source": resolved.source, "line": resolved.line, "expression": resolved.expression})
+    listing = None
+    if page.url == "":
+        others = [site.pages[n] for n in site.order if site.pages[n] is not page]
+        groups = [("explainers", "Explainers", [p for p in others if not p.is_study]),
+                  ("studies", "Studies", [p for p in others if p.is_study])]
+        listing = [{"id": gid, "title": title,
+                    "pages": [{"title": p.meta.get("title", p.rel), "summary": p.meta.get("summary", ""),
+                               "href": href(prefix, p.url), "trust": p.meta.get("trust")} for p in group]}
+                   for gid, title, group in groups if group]
+    common = _common(site, page, prefix)
+    if rendered.figure_count:
+        common["extra_head"] = Markup(figures.figure_head_html(prefix + "assets/"))
+    template = site.jinja.get_template("page.html")
+    return template.render(
+        **common,
+        page=page, title=page.meta.get("title", ""), summary=page.meta.get("summary", ""),
+        description=page.meta.get("summary", ""), body=Markup(reader.add_permalinks(rendered.html)),
+        headings=rendered.headings, provenance=provenance, listing=listing, bundle=bundle, honesty=honesty,
+        **(extra or {}),
+    )
+
+
+def _source_view(site: Site, rel: str, data: bytes) -> bytes:
+    depth = rel.count("/") + 1  # source/<rel>.html
+    prefix = "../" * depth
+    text = data.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    html = site.jinja.get_template("source.html").render(
+        **_common(site, None, prefix), path=rel, title=rel, description="",
+        raw_href=url_path(rel.rsplit("/", 1)[-1]), size=len(data), sha256=sha256(data), lines=lines)
+    return html.encode()
+
+
+def _sitemap(base_url: str, pages) -> bytes:
+    base = base_url.rstrip("/") + "/"
+    urls = "".join(f"  <url><loc>{xml_escape(base + url_path(p.url))}</loc></url>\n" for p in pages)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+            f"{urls}</urlset>\n").encode()

@@ -1,0 +1,39 @@
+"""Stage 3, render the pages: each page's Markdown becomes body HTML with its receipts, tables,
+figures and math; the number rule runs over its prose. Errors are collected, never raised."""
+from __future__ import annotations
+
+from ..errors import internal_error
+from ..pages import PROSE_FIELDS
+from ..render import PageRenderer, check_prose
+from ..resolve import Resolver
+from .model import Numbered, PageOutput, RenderedSite
+from .number import parser_for
+
+
+def render_pages(numbered: Numbered) -> RenderedSite:
+    site = numbered.site
+    md_env = {"jinja": site.jinja}
+    out = RenderedSite(numbered, [], {})
+    for name in site.order:
+        page = site.pages[name]
+        for field_name in PROSE_FIELDS:
+            if isinstance(page.meta.get(field_name), str):
+                check_prose(page.meta[field_name], page.field_where(field_name), site.errors)
+        reused = numbered.memo.replay(page, out.files, out.used)   # site_src/incremental.py: None means render it
+        if reused is not None:
+            out.outputs.append(PageOutput(page, None, reused=reused))
+            continue
+        resolver = Resolver(site.root, page.meta.get("bundle"), site.cache, files=site.files)
+        md = parser_for(numbered.parsers, page)
+        renderer = PageRenderer(page, md, resolver, site.errors, numbered.figures, md_env, site.root)
+        try:
+            rendered = renderer.render()
+        except Exception as exc:  # a bug: reported at the page line, and the other pages still build
+            site.errors.add(internal_error(exc, page.where(renderer.line)))
+            continue
+        site.honesty.check_page(page, md, md_env, rendered)
+        for rel, view in resolver.used.items():
+            out.used[rel] = out.used.get(rel, False) or view
+        out.files.update(rendered.files)
+        out.outputs.append(PageOutput(page, rendered, used=resolver.used))
+    return out

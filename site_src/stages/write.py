@@ -1,0 +1,95 @@
+"""Stage 6, write and swap: the file map is written into a fresh stamped build folder, the
+published bundle hashes are checked against the written files, the search index is made, and
+only then is the output path pointed at the new folder by one rename (site_src/paths.py)."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from .. import bundles as bundle_kit
+from .. import reader
+from ..errors import BuildError, internal_error
+from ..incremental import record
+from ..paths import OutputFolder, OutputRefused
+from ..sources import CopiedFile
+from .model import BuildResult
+
+
+def write_tree(files: dict, target: Path) -> None:
+    for rel in sorted(files):
+        path = target / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = files[rel]
+        if isinstance(data, CopiedFile):
+            shutil.copyfile(data.path, path)
+        else:
+            path.write_bytes(data)
+
+
+def _verify_bundles(target: Path, result: BuildResult) -> None:
+    """Check every sha256 a page prints against the file written (the check is site_src.bundles')."""
+    for out_path, bundle in result.bundle_pages:
+        try:
+            bundle_kit.verify_published(target, result.files[out_path].decode(), bundle, out_path)
+        except Exception as exc:  # PublishError, or a page that cannot be read back
+            result.errors.add(BuildError(f"published bundle check failed: {exc}", out_path))
+
+
+def _index_search(target: Path, result: BuildResult) -> None:
+    """Offline search over the written pages (site_src/reader/search.py), before the swap."""
+    if result.ok:
+        try:
+            reader.index_search(target)
+        except reader.SearchError as exc:
+            result.errors.add(BuildError(str(exc)))
+
+
+def _write_checked(result: BuildResult, target: Path) -> None:
+    write_tree(result.files, target)
+    _verify_bundles(target, result)
+    _index_search(target, result)
+
+
+def check_in_temporary(result: BuildResult) -> BuildResult:
+    """The `check` command: write, verify and index in a temporary folder, then remove it."""
+    with tempfile.TemporaryDirectory(prefix="site-check-") as tmp:
+        try:
+            _write_checked(result, Path(tmp))
+        except OSError as exc:
+            result.errors.add(BuildError(f"cannot write the site to a temporary folder: {_os_reason(exc)}"))
+    return result
+
+
+def write_and_swap(result: BuildResult, folder: OutputFolder, incremental: bool = False) -> BuildResult:
+    """Write into a new build folder and swap it in; on any failure the old site stays. After an
+    incremental build's swap, its page cache and input record are saved (site_src/incremental.py)."""
+    try:
+        folder.out.parent.mkdir(parents=True, exist_ok=True)
+        with folder.locked():
+            staging = folder.new_build()
+            swapped = False
+            try:
+                _write_checked(result, staging)
+                if result.ok:
+                    folder.swap(staging)
+                    swapped = True
+                    if incremental:
+                        result.memo.commit()
+                        record(folder.root, folder.out, result.files)
+            finally:
+                if not swapped:
+                    folder.discard(staging)
+    except OutputRefused as exc:
+        result.errors.add(BuildError(str(exc), "--out"))
+    except OSError as exc:
+        result.errors.add(BuildError(f"cannot write the site to {folder.out}: {_os_reason(exc)}"))
+    except Exception as exc:  # a bug while writing: one line, and the old site stays
+        result.errors.add(internal_error(exc, "write"))
+    return result
+
+
+def _os_reason(exc: OSError) -> str:
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
