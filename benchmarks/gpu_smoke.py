@@ -9,7 +9,8 @@ downloaded. Then, on a few random pairs:
    the largest disagreement must be within the dtype's tolerance, relative to the margins' scale;
 2. throughput: the timed sweep of every attn/mlp block and head of the chosen layers, reported as
    layer evaluations per second, and as achieved FLOP/s and efficiency under the plan's FLOP
-   model (measure/plan.py), so the plan's assumed GPU efficiency can be replaced by this number.
+   model (measure/plan.py), so the plan's assumed GPU efficiency can be replaced by this number;
+   then the same for the opt-in ladder sweep (`patch_ladder`), checked against the sweep.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from measure.adapter import Adapter, check_device_dtype  # noqa: E402
-from measure.instruments import MODES, StatsAccumulator, naive_sweep, patch_sweep  # noqa: E402
+from measure.instruments import MODES, StatsAccumulator, naive_sweep, patch_ladder, patch_sweep  # noqa: E402
 from measure.plan import GPU_PEAK_TFLOPS, Shape, shard_work  # noqa: E402
 
 CONFIG_8B = REPO / "benchmarks" / "configs" / "llama-3.1-8b.json"
@@ -109,17 +110,23 @@ def main() -> int:
 
     # 2. throughput: every component of the chosen layers
     full = [c for c in adapter.components() if c != "embed" and int(c.split("_L")[1].split("_")[0]) in layers]
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-    counter = {}
-    t0 = time.perf_counter()
-    with torch.no_grad():
-        run = adapter.clean_run(batch)
-        patch_sweep(adapter, batch, run, stats, full, MODES, args.max_rows, counter)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    seconds = time.perf_counter() - t0
+    def timed(sweep):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
+        counter = {}
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            result = sweep(adapter, batch, adapter.clean_run(batch), stats, full, MODES, args.max_rows, counter)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            counter["peak_memory_gib"] = torch.cuda.max_memory_allocated(device) / (1 << 30)
+        return time.perf_counter() - t0, counter, result
+
+    seconds, counter, swept = timed(patch_sweep)
+    ladder_s, _c, laddered = timed(patch_ladder)  # the opt-in ladder sweep, same components
+    ladder_worst = max(float((laddered[k][0].float() - v[0].float()).abs().max()) for k, v in swept.items())
+    agree = agree and ladder_worst <= tol * scale
     T = batch.ids.shape[1]
     work = shard_work(shape, args.pairs, T, True, layers_patched=layers, clean_passes=1)
     evals = counter["layer_evals"] + 2 * args.pairs * shape.layers
@@ -128,13 +135,16 @@ def main() -> int:
            "width": T, "layers_patched": layers, "components": len(full), "seconds": seconds,
            "layer_evals": evals, "layer_evals_per_s": evals / seconds, "flops_model": work["flops"],
            "achieved_tflops": rate / 1e12, "efficiency_vs_stated_peak": rate / (GPU_PEAK_TFLOPS * 1e12),
-           "largest_disagreement": worst, "agree": agree}
+           "largest_disagreement": worst, "ladder_seconds": ladder_s,
+           "ladder_vs_sweep_disagreement": ladder_worst, "agree": agree}
     if device.type == "cuda":
-        out["peak_memory_gib"] = torch.cuda.max_memory_allocated(device) / (1 << 30)
+        out["peak_memory_gib"] = counter["peak_memory_gib"]  # the sweep's
     print(f"throughput: {len(full)} components x {len(MODES)} modes x {args.pairs} pairs at width {T} in "
           f"{seconds:.2f} s: {evals / seconds:,.1f} layer evaluations/s, {rate / 1e12:.3f} TFLOP/s by the "
           f"plan's FLOP model" + (f" = {out['efficiency_vs_stated_peak']:.3f} of the stated "
                                   f"{GPU_PEAK_TFLOPS:g} TFLOP/s peak" if device.type == "cuda" else ""))
+    print(f"ladder sweep (opt-in, patch_ladder): {ladder_s:.2f} s, {seconds / ladder_s:.2f}x the sweep; "
+          f"largest disagreement with the sweep {ladder_worst:.3g}: {'agree' if ladder_worst <= tol * scale else 'DISAGREE'}")
     if "peak_memory_gib" in out:
         print(f"peak GPU memory {out['peak_memory_gib']:.2f} GiB")
     if args.json:
