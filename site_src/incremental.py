@@ -127,6 +127,25 @@ class State:
             _write_atomic(path, data)
         return digest
 
+    def referenced(self) -> set[str]:
+        data = self.data
+        found = {d for e in data["pages"].values() for d in e.get("files", {}).values()}
+        found |= set(data["assets"].get("files", {}).values())
+        found |= {e["zip"] for e in data["bundles"].values() if "zip" in e}
+        return found
+
+    def collect_blobs(self) -> None:
+        """Delete stored outputs no entry refers to any more (a page's older versions)."""
+        keep = self.referenced()
+        base = self.folder / "blobs"
+        for sub in base.iterdir() if base.is_dir() else ():
+            for blob in sub.iterdir():
+                if blob.name not in keep and not blob.name.startswith("."):
+                    try:
+                        blob.unlink()
+                    except OSError:
+                        pass
+
     def save(self) -> None:
         self.data["digests"] = {**self.data["digests"], **self.digests.new}
         live = set(self.digests.new)
@@ -278,6 +297,7 @@ class PageMemo:
         self.figures: dict = {}
         self.pending: dict[str, dict] = {}
         self.new_bundles: dict[str, tuple] = {}
+        self.pages_seen: list = []
         self.cached_bundles: set[str] = set()
 
     def set_site(self, pages: dict, order: list, figures: dict) -> None:
@@ -308,6 +328,7 @@ class PageMemo:
         None when the page must be rendered."""
         if not self.enabled:
             return None
+        self.pages_seen.append(page)
         entry = self.state.data["pages"].get(page.repo_rel)
         if not entry or entry.get("key") != self._key(page):
             return None
@@ -401,7 +422,10 @@ class PageMemo:
         if getattr(self, "_assets", None) is not None:
             self.state.data["assets"] = {"key": self.context,
                                          "files": {n: self.state.put_blob(d) for n, d in self._assets.items()}}
+        live_pages = {p.repo_rel for p in self.pages_seen}
+        self.state.data["pages"] = {rel: e for rel, e in pages.items() if rel in live_pages}
         self.state.save()
+        self.state.collect_blobs()
 
     def summary(self) -> str:
         return f"{len(self.rendered)} rendered, {len(self.reused)} reused"

@@ -121,6 +121,12 @@ def test_edit_sequence_matches_clean_builds(clone, tmp_path):
     check_same_as_clean(clone, out, clean, pages)
     assert not (out / "incr-demo").exists()
 
+    # the cache keeps only what its entries refer to: older versions of pages are deleted
+    from site_src.incremental import State
+    state = State(clone)
+    stored = {p.name for p in (clone / ".cache/incremental/blobs").rglob("*") if p.is_file()}
+    assert stored == state.referenced() and "content/incr-demo.md" not in state.data["pages"]
+
 
 def test_figure_numbering_change_rebuilds_the_pages_that_show_it(clone, tmp_path):
     out, clean = tmp_path / "public", tmp_path / "clean"
