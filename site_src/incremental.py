@@ -60,6 +60,7 @@ class Digests:
     def __init__(self, old: dict):
         self.old = old
         self.new: dict[str, list] = {}
+        self.hashed = 0   # files read and hashed (not reused) in this run
 
     def file(self, path: Path) -> str:
         key = str(path)
@@ -85,6 +86,7 @@ class Digests:
         except OSError:
             return "unreadable"
         self.new[key] = [sig, digest, now]
+        self.hashed += 1
         return digest
 
 
@@ -240,7 +242,10 @@ def up_to_date(root: Path, out: Path) -> dict | None:
             folder.collect()
             if Path(os.path.realpath(out)) != live:
                 return None     # another build swapped in meanwhile
-            return {rel: (live / rel).read_bytes() for rel in entry["files"]}
+            same = {rel: (live / rel).read_bytes() for rel in entry["files"]}
+            if state.digests.hashed:   # files hashed while too fresh to trust: keep their digests now
+                _save_digests(root, state)
+            return same
     except OSError:
         return None
 
@@ -254,6 +259,15 @@ def record(root: Path, out: Path, files: dict) -> None:
         _record(Path(root).resolve(), out, files)
     except (OSError, TypeError, ValueError) as exc:
         print(f"warning: the incremental cache was not saved ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+
+def _save_digests(root: Path, state: State) -> None:
+    try:
+        fresh = State(root)
+        fresh.digests.new.update(state.digests.new)
+        fresh.save()
+    except (OSError, TypeError, ValueError):
+        pass   # only speed is lost
 
 
 def _record(root: Path, out: Path, files: dict) -> None:
