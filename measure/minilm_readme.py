@@ -37,10 +37,11 @@ on the direction; `attribution` = chosen minus rejected; `margin`. Over embed, a
 `bias` (every LayerNorm bias, the attention dense biases' share and the head's bias) the
 attributions sum to the margin; the largest gap is `golden.json` `attribution_sum_gap`.
 
-## `heads_attribution_per_pair.jsonl`, `heads_patching_per_pair.jsonl` (held-out pairs only)
+## `heads_patching_per_pair.jsonl` (held-out pairs only)
 
-The same per head `head_L{{i}}_H{{j}}` (its columns of the attention output dense layer applied to
-its slice); patching in `mean` mode only. {c['heads_attribution_rows']} and {c['heads_patching_rows']} rows.
+Patching of every head `head_L{{i}}_H{{j}}` (its slice of the attention output dense layer's input)
+in `mean` mode, on the held-out pairs only. {c['heads_patching_rows']} rows. Head attribution is
+not in the bundle: with it the bundle was over its 20 MB limit.
 
 ## `patching_per_pair.jsonl` (causal; direction `own`)
 
