@@ -134,8 +134,7 @@ class PageRenderer:
                 token.meta["html"] = (self.table_block if kind == "table" else self.figure_block)(token.content, line)
             elif token.type in ("math_block", "math_block_label"):
                 # a wide equation scrolls inside its own box, which keyboards must reach
-                token.meta["html"] = Markup('<div class="math-block" tabindex="0">{}</div>\n').format(
-                    self.math(token.content, True, line))
+                token.meta["html"] = self.partial("math_block.html", mathml=self.math(token.content, True, line))
             elif token.type == "html_block":
                 self.raw_html(token.content, line)
         html = self.md.renderer.render(tokens, self.md.options, self.env)
@@ -202,7 +201,7 @@ class PageRenderer:
                                        self.page.where(line)))
             return Markup(escape(f"Fig. {fig_id}"))
         target = "" if info.page is self.page else href(self.prefix, info.page.url)
-        return Markup(f'<a class="fig-link" href="{escape(target)}#fig-{escape(fig_id)}">Fig.&nbsp;{info.number}</a>')
+        return self.partial("fig_link.html", target=target, id=fig_id, number=info.number)
 
     def inline_fragment(self, text: str, line: int) -> Markup:
         """Render a short Markdown string (a caption) with references, checking its numbers."""
@@ -264,15 +263,12 @@ class PageRenderer:
             records = self._sort(records, str(sort), header, [str(c) for c in columns],
                                  line + 1 + _key_line(body, "sort"))
         caption = spec.get("caption")
-        html = ['<div class="table-wrap"><table class="data">']
-        if caption:
-            html.append(f"<caption>{self.inline_fragment(str(caption), line + 1 + _key_line(body, 'caption'))}</caption>")
-        html.append("<thead><tr>" + "".join(f'<th scope="col">{escape(str(c))}</th>' for c in columns) + "</tr></thead><tbody>")
+        caption_html = (self.inline_fragment(str(caption), line + 1 + _key_line(body, "caption"))
+                        if caption else None)
+        rows_out = []
         for record in records:
             cells = []
-            for i, cell in enumerate(record):
-                tag = "th" if i == 0 else "td"
-                scope = ' scope="row"' if i == 0 else ""
+            for cell in record:
                 numeric = isinstance(cell, Resolved) and isinstance(cell.value, (int, float)) and not isinstance(cell.value, bool)
                 if isinstance(cell, Resolved):
                     if cell.is_block or cell.value is None:
@@ -292,13 +288,14 @@ class PageRenderer:
                             inner = Markup("?")
                 else:
                     inner = escape(str(cell))
-                cls = ' class="num"' if numeric else ""
-                cells.append(f"<{tag}{scope}{cls}>{inner}</{tag}>")
-            html.append("<tr>" + "".join(cells) + "</tr>")
-        link = self.prefix + resolved.href if resolved.href else ""
-        src_html = f'<a href="{escape(link)}">{escape(resolved.location)}</a>' if link else escape(resolved.location)
-        html.append(f'</tbody></table><p class="table-source">Source: {src_html}</p></div>')
-        return Markup("".join(html))
+                cells.append({"html": inner, "numeric": numeric})
+            rows_out.append(cells)
+        return self.partial("table.html", caption=caption_html, columns=[str(c) for c in columns], rows=rows_out,
+                            link=self.prefix + resolved.href if resolved.href else "", location=resolved.location)
+
+    def partial(self, name: str, **context) -> Markup:
+        """An HTML fragment from templates/partials/ (escaped by Jinja, never by hand)."""
+        return Markup(self.env["jinja"].get_template(f"partials/{name}").render(**context))
 
     def _sort(self, records, sort: str, header, columns, line):
         name = sort.lstrip("-")
