@@ -1,7 +1,9 @@
 """The Markdown parser: markdown-it-py (CommonMark + tables) with dollar math, heading anchors,
 and two inline rules of ours, for value references `{{ ... }}` and figure links `[[fig:ID]]`.
 
-The rules only make tokens; resolving happens in render.py, which knows the page and line.
+`site_plugin` registers both kinds of rule. The parse rules only make tokens; resolving happens in
+render.py's page walk, which knows the page and line and leaves each token's HTML in
+token.meta["html"] for the render rules.
 """
 from __future__ import annotations
 
@@ -60,11 +62,46 @@ def _fig_ref(state: StateInline, silent: bool) -> bool:
     return True
 
 
+def site_plugin(md: MarkdownIt) -> None:
+    """The site's markdown-it plugin: registers the parse rules for `{{ }}` and `[[fig:]]` and the
+    render rules of every token the page walk fills (references, literals, figure links, math,
+    table and figure fences, focusable code blocks), in one place."""
+    md.inline.ruler.before("link", "fig_ref", _fig_ref)
+    md.inline.ruler.before("link", "value_ref", _value_ref)
+    _render_rules(md)
+
+
+def _render_rules(md) -> None:
+    """Tokens whose HTML the page walk (render.PageRenderer) prepared render from token.meta['html']."""
+    def from_meta(self, tokens, idx, options, env):
+        return str(tokens[idx].meta.get("html", ""))
+
+    default_fence = md.renderer.rules.get("fence")
+    default_code = md.renderer.rules.get("code_block")
+
+    def focusable(html: str) -> str:
+        # a code block scrolls sideways when wide; keyboard users must be able to reach it
+        return html.replace("<pre>", '<pre tabindex="0">', 1)
+
+    def fence(self, tokens, idx, options, env):
+        if "html" in tokens[idx].meta:
+            return str(tokens[idx].meta["html"])
+        return focusable(default_fence(tokens, idx, options, env))
+
+    def code_block(self, tokens, idx, options, env):
+        return focusable(default_code(tokens, idx, options, env))
+
+    for name in ("value_ref", "literal", "fig_ref", "ref_error", "math_inline", "math_inline_double",
+                 "math_block", "math_block_label"):
+        md.add_render_rule(name, from_meta)
+    md.add_render_rule("fence", fence)
+    md.add_render_rule("code_block", code_block)
+
+
 def make_parser(raw_html: bool = False) -> MarkdownIt:
     """The page parser; raw HTML is text unless the page opts in (front matter `raw_html: true`)."""
     md = MarkdownIt("commonmark", {"html": raw_html, "typographer": False}).enable(["table", "strikethrough"])
     dollarmath_plugin(md, allow_space=False, allow_digits=False, double_inline=True)
     anchors_plugin(md, min_level=2, max_level=4, slug_func=slugify)
-    md.inline.ruler.before("link", "fig_ref", _fig_ref)
-    md.inline.ruler.before("link", "value_ref", _value_ref)
+    md.use(site_plugin)
     return md

@@ -462,30 +462,3 @@ def collect_figures(page: Page, md, env, errors, figures: dict) -> None:
             continue
         order += 1
         figures[fig_id] = FigureInfo(fig_id, page, f"{page.number}.{order}", line)
-
-
-def install_render_rules(md) -> None:
-    """Tokens whose HTML the walk has prepared are rendered from token.meta['html']."""
-    def from_meta(self, tokens, idx, options, env):
-        return str(tokens[idx].meta.get("html", ""))
-
-    default_fence = md.renderer.rules.get("fence")
-    default_code = md.renderer.rules.get("code_block")
-
-    def focusable(html: str) -> str:
-        # a code block scrolls sideways when wide; keyboard users must be able to reach it
-        return html.replace("<pre>", '<pre tabindex="0">', 1)
-
-    def fence(self, tokens, idx, options, env):
-        if "html" in tokens[idx].meta:
-            return str(tokens[idx].meta["html"])
-        return focusable(default_fence(tokens, idx, options, env))
-
-    def code_block(self, tokens, idx, options, env):
-        return focusable(default_code(tokens, idx, options, env))
-
-    for name in ("value_ref", "literal", "fig_ref", "ref_error", "math_inline", "math_inline_double",
-                 "math_block", "math_block_label"):
-        md.add_render_rule(name, from_meta)
-    md.add_render_rule("fence", fence)
-    md.add_render_rule("code_block", code_block)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..incremental import PageMemo
 from ..markdown import make_parser
-from ..render import collect_figures, install_render_rules
+from ..render import collect_figures
 from .model import Numbered, Site
 
 
@@ -15,8 +15,6 @@ def parser_for(parsers: dict, page):
 
 def number_figures(site: Site, incremental: bool = False) -> Numbered:
     parsers = {flag: make_parser(raw_html=flag) for flag in (False, True)}
-    for md in parsers.values():
-        install_render_rules(md)
     figures: dict = {}
     for name in site.order:
         page = site.pages[name]
