@@ -58,3 +58,32 @@ def test_model_folder_loads_with_from_pretrained_and_matches_the_heads():
     assert torch.allclose(out["objective_rewards"], pooled @ model.heads.weight.T + model.heads.bias)
     assert torch.allclose(out["gate"].sum(-1), torch.ones(1))
     assert torch.allclose(out["reward"], (out["gate"] * out["objective_rewards"]).sum(-1))
+
+
+def test_the_committed_bundle_summary_is_computed_from_its_rows(tmp_path):
+    """golden.json and README.md of bundles/minilm come from its rows as written
+    (measure.minilm_study.summarise), and the decomposition's sum gap is what it records."""
+    import shutil
+
+    from safetensors.torch import load_file
+
+    from measure import minilm
+    from measure.minilm_study import FILES, summarise
+    from measure.rows import attribution_gap
+    from measure.jsonio import read_jsonl
+
+    bundle = minilm.REPO / "bundles" / "minilm"
+    for name in list(FILES.values()) + ["golden.json", "README.md"]:
+        shutil.copy(bundle / name, tmp_path / name)
+    golden = json.loads((bundle / "golden.json").read_text(encoding="utf-8"))
+    W = load_file(str(minilm.MODEL_DIR / minilm.HEADS_FILE))["heads.weight"]
+    training = json.loads((minilm.MODEL_DIR / "training.json").read_text(encoding="utf-8"))
+    summarise(tmp_path, golden["identity"], golden["gate_weight_on_own_objective"], W, training)
+    assert (tmp_path / "golden.json").read_bytes() == (bundle / "golden.json").read_bytes()
+    assert (tmp_path / "README.md").read_bytes() == (bundle / "README.md").read_bytes()
+    gap = attribution_gap(read_jsonl(bundle / FILES["attribution"]))
+    assert gap <= golden["attribution_sum_gap"] < 1e-4
+    rows = read_jsonl(bundle / FILES["patching"])
+    assert {r["direction"] for r in rows} == {"own"} and {r["mode"] for r in rows} == {"mean", "zero", "swap"}
+    gated = read_jsonl(bundle / FILES["gated_patching"])
+    assert {r["direction"] for r in gated} == {"gated"}
