@@ -87,3 +87,36 @@ def test_the_committed_bundle_summary_is_computed_from_its_rows(tmp_path):
     assert {r["direction"] for r in rows} == {"own"} and {r["mode"] for r in rows} == {"mean", "zero", "swap"}
     gated = read_jsonl(bundle / FILES["gated_patching"])
     assert {r["direction"] for r in gated} == {"gated"}
+
+
+def test_sweep_agrees_with_the_hooks_loop_on_the_minilm_model():
+    """On the real trunk with the trained heads, each pair read along its own objective: the
+    batched sweep against Hugging Face's own forward pass with hooks (blocks and two heads, all
+    three modes), and the frozen-LayerNorm attribution against the reward."""
+    from measure import minilm
+    from measure.adapter import Adapter
+    from measure.instruments import MODES, StatsAccumulator, naive_sweep, patch_sweep
+    from measure.jsonio import read_jsonl
+
+    torch.set_num_threads(1)
+    model, tok = minilm.load_model()
+    adapter = Adapter(model, tok, "minilm", path=minilm.MODEL_DIR)
+    pairs = [p for p in read_jsonl(md.PAIRS_FILE) if p["pair_id"] in ("safety-s07-m1", "verbosity-s02-m3")]
+    seqs = [adapter.encode(p["prompt"], p[side]) for p in pairs for side in ("chosen", "rejected")]
+    batch = adapter.batch(seqs)
+    own = [md.DIMENSIONS.index(p["dimension"]) for p in pairs for _ in (0, 1)]
+    adapter.set_directions(model.heads.weight.detach()[own], model.heads.bias.detach()[own])
+    run = adapter.clean_run(batch)
+    attr = run.attribution()
+    total = sum(v for k, v in attr.items() if not k.startswith("head_"))
+    assert (total - run.reward).abs().max() < 1e-4
+    acc = StatsAccumulator()
+    acc.add(adapter, batch, run)
+    stats = acc.finish()
+    comps = [c for c in adapter.components(heads=False) if c != "embed"] + ["head_L1_H3", "head_L5_H0"]
+    fast = patch_sweep(adapter, batch, run, stats, comps, MODES)
+    slow = naive_sweep(adapter, batch, stats, comps, MODES)
+    worst = max(float((fast[k][0] - v).abs().max()) for k, v in slow.items())
+    assert worst <= 1e-5
+    clean = run.reward[0::2] - run.reward[1::2]
+    assert sum(float((v - clean).abs().max()) > 1e-3 for v in slow.values()) > len(slow) // 2
