@@ -72,12 +72,12 @@ SPECS = [
 
 
 def run(ctx: FigureContext) -> tuple[float, int]:
-    before = fig_render.STATS["rendered"]
+    before = fig_render.rendered_count(ctx.cache_dir)
     start = time.perf_counter()
     for kind, spec in SPECS:
         render_figure(kind, spec, ctx)
     figure_assets(ctx.cache_dir)
-    return time.perf_counter() - start, fig_render.STATS["rendered"] - before
+    return time.perf_counter() - start, fig_render.rendered_count(ctx.cache_dir) - before
 
 
 def main() -> None:

@@ -66,9 +66,9 @@ def test_cache_hit_renders_nothing(ctx, monkeypatch):
 
 def test_changed_spec_misses_the_cache(ctx):
     render_all(ctx)
-    before = dict(fig_render.STATS)
+    before = fig_render.rendered_count(ctx.cache_dir)
     render_figure("rho_bars", {"id": "b", "data": {"series": [{"label": "renamed", "ref": "golden.json#per_dimension_rho"}]}}, ctx)
-    assert fig_render.STATS["rendered"] == before["rendered"] + 2  # light and dark
+    assert fig_render.rendered_count(ctx.cache_dir) == before + 2  # light and dark
 
 
 def test_one_themed_svg_spec_file_and_text_alternative(ctx):
