@@ -154,3 +154,10 @@ def load_json(text: str):
     node, loader = compose(text)
     loader.dispose()
     return value, node
+
+
+def key_lines(node, first_line: int = 1) -> dict:
+    """{key: file line} of a mapping node's keys (the text starts on line `first_line`)."""
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {str(k.value): k.start_mark.line + first_line for k, _ in node.value}

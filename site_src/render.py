@@ -16,7 +16,7 @@ from .errors import BuildError, FixtureProblem
 from .mathml import to_mathml
 from .numbers import unbound_numbers
 from .rawhtml import html_problems
-from .parse import ParseProblem, load_yaml
+from .parse import ParseProblem, key_lines, load_yaml
 from .pages import Page
 from .receipt_html import raw_text, receipt_html
 from .receipts import Resolved
@@ -68,6 +68,7 @@ class PageRenderer:
         self.fig_order = 0
         self.in_link = 0   # depth of link text being walked
         self.line = 1      # the page line being rendered, for an internal error's location
+        self.lines: dict = {}   # key -> page line, of the block being read
 
     # -- values ------------------------------------------------------------------------------
     def receipt(self, resolved: Resolved, text: str) -> Markup:
@@ -211,8 +212,11 @@ class PageRenderer:
         return Markup(self.md.renderer.render(tokens, self.md.options, self.env))
 
     def block_spec(self, body: str, line: int, kind: str, keys) -> dict | None:
+        """A block's YAML body; its keys' lines are kept for the errors that follow (`key_at`)."""
+        self.lines = {}
         try:
-            spec, _node = load_yaml(body, first_line=line + 1)
+            spec, node = load_yaml(body, first_line=line + 1)
+            self.lines = key_lines(node, line + 1)
         except ParseProblem as exc:
             self.errors.add(BuildError(f"{kind} block: {exc.message}", self.page.where(exc.line or line)))
             return None
@@ -223,15 +227,19 @@ class PageRenderer:
             for key in spec:
                 if key not in keys:
                     self.errors.add(BuildError(f"{kind} block: unknown key {key!r} (known: {', '.join(keys)})",
-                                               self.page.where(line + 1 + _key_line(body, key))))
+                                               self.page.where(self.key_at(key, line))))
         return spec
+
+    def key_at(self, key: str, line: int) -> int:
+        """The page line of a key of the block being read (the line after the fence if absent)."""
+        return self.lines.get(key, line + 1)
 
     def table_block(self, body: str, line: int) -> Markup:
         spec = self.block_spec(body, line, "table", TABLE_BLOCK)
         if spec is None:
             return Markup("")
         source = spec.get("source")
-        src_line = line + 1 + _key_line(body, "source")
+        src_line = self.key_at("source", line)
         if not isinstance(source, str):
             self.errors.add(BuildError("table block needs 'source:' (a reference)", self.page.where(line)))
             return Markup("")
@@ -247,7 +255,7 @@ class PageRenderer:
             try:
                 spec_fmt, minus = parse_fmt(str(spec["fmt"]))
             except RefSyntaxError as exc:
-                self.errors.add(BuildError(f"table fmt: {exc}", self.page.where(line + 1 + _key_line(body, "fmt"))))
+                self.errors.add(BuildError(f"table fmt: {exc}", self.page.where(self.key_at("fmt", line))))
         rows = _table_rows(resolved, spec.get("fields"))
         if isinstance(rows, str):
             self.errors.add(BuildError(f"table: {rows}", self.page.where(line), resolved.location))
@@ -256,14 +264,14 @@ class PageRenderer:
         columns = spec.get("columns", header)
         if not isinstance(columns, list) or len(columns) != len(header):
             self.errors.add(BuildError(f"table: 'columns' must list {len(header)} headers ({', '.join(header)})",
-                                       self.page.where(line + 1 + _key_line(body, "columns"))))
+                                       self.page.where(self.key_at("columns", line))))
             return Markup("")
         sort = spec.get("sort")
         if sort is not None:
             records = self._sort(records, str(sort), header, [str(c) for c in columns],
-                                 line + 1 + _key_line(body, "sort"))
+                                 self.key_at("sort", line))
         caption = spec.get("caption")
-        caption_html = (self.inline_fragment(str(caption), line + 1 + _key_line(body, "caption"))
+        caption_html = (self.inline_fragment(str(caption), self.key_at("caption", line))
                         if caption else None)
         rows_out = []
         for record in records:
@@ -354,7 +362,7 @@ class PageRenderer:
             if id(source) not in known:
                 self.out.values.append((source, _display_or_raw(source), ""))
         self.out.files.update(getattr(rendered, "files", {}) or {})
-        caption = self.inline_fragment(str(spec["caption"]), line + 1 + _key_line(body, "caption"))
+        caption = self.inline_fragment(str(spec["caption"]), self.key_at("caption", line))
         trust = spec.get("trust") or self.page.meta.get("trust")
         template = self.env["jinja"].get_template("partials/figure.html")
         return Markup(template.render(id=fig_id, number=info.number, body=Markup(rendered.body_html),
@@ -384,14 +392,6 @@ def _display_or_raw(resolved: Resolved) -> str:
 def _strip_tags(html: str) -> str:
     import re
     return re.sub(r"<[^>]*>", " ", html)
-
-
-def _key_line(body: str, key: str) -> int:
-    """0-based line of `key:` in a block body (for error lines); 0 when absent."""
-    for i, text in enumerate(body.split("\n")):
-        if text.startswith(f"{key}:"):
-            return i
-    return 0
 
 
 def _table_rows(resolved: Resolved, fields):
@@ -436,9 +436,10 @@ def collect_figures(page: Page, md, env, errors, figures: dict) -> None:
             continue
         line = token.map[0] + 1
         try:
-            spec, _node = load_yaml(token.content)
+            spec, node = load_yaml(token.content, first_line=line + 1)
         except ParseProblem:
-            spec = None
+            spec, node = None, None
+        lines = key_lines(node, line + 1)
         if not isinstance(spec, dict):
             errors.add(BuildError("figure block must be a YAML mapping", page.where(line)))
             continue
@@ -452,10 +453,10 @@ def collect_figures(page: Page, md, env, errors, figures: dict) -> None:
             continue
         if spec["claim"] not in CLAIMS:
             errors.add(BuildError(f"figure {fig_id}: unknown claim {spec['claim']!r}: use one of "
-                                  + listing(CLAIMS), page.where(line + 1 + _key_line(token.content, "claim"))))
+                                  + listing(CLAIMS), page.where(lines.get("claim", line + 1))))
         if spec.get("trust") is not None and spec["trust"] not in TRUST:
             errors.add(BuildError(f"figure {fig_id}: unknown trust {spec['trust']!r}: use one of {listing(TRUST)}",
-                                  page.where(line + 1 + _key_line(token.content, "trust"))))
+                                  page.where(lines.get("trust", line + 1))))
         if fig_id in figures:
             errors.add(BuildError(f"figure id {fig_id!r} is already used at {figures[fig_id].page.where(figures[fig_id].line)}",
                                   page.where(line)))
