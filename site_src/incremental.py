@@ -111,7 +111,7 @@ class State:
             data = {}
         self.data = {"format": FORMAT, "digests": data.get("digests", {}), "pages": data.get("pages", {}),
                      "outputs": data.get("outputs", {}), "assets": data.get("assets", {}),
-                     "bundles": data.get("bundles", {})}
+                     "bundles": data.get("bundles", {}), "figures": data.get("figures", {})}
         self.digests = Digests(self.data["digests"])
 
     def blob(self, digest: str) -> bytes | None:
@@ -312,7 +312,29 @@ class PageMemo:
         self.pending: dict[str, dict] = {}
         self.new_bundles: dict[str, tuple] = {}
         self.pages_seen: list = []
+        self.new_figures: dict[str, dict] = {}
         self.cached_bundles: set[str] = set()
+
+    def number_page(self, page, figures: dict, errors, collect) -> None:
+        """The figure-numbering pre-pass of one page (site_src/render.collect_figures, given as
+        `collect`), or its result replayed: the ids, order and lines of the page's figure blocks,
+        kept while the page's source and the generator are unchanged. Only error-free results are
+        kept, and a replay that would clash with an id already numbered runs the real pass."""
+        if not self.enabled:
+            return collect()
+        from .render import FigureInfo
+        key = _json_sha([self.context, page.repo_rel, self._dep(page.repo_rel), page.meta.get("raw_html") is True])
+        entry = self.state.data["figures"].get(page.repo_rel)
+        if entry and entry.get("key") == key and not any(f in figures for f, _, _ in entry["figures"]):
+            for fig_id, order, line in entry["figures"]:
+                figures[fig_id] = FigureInfo(fig_id, page, f"{page.number}.{order}", line)
+            return None
+        before = len(errors)
+        collect()
+        if len(errors) == before:
+            own = [[i.id, int(i.number.rsplit(".", 1)[1]), i.line] for i in figures.values() if i.page is page]
+            self.new_figures[page.repo_rel] = {"key": key, "figures": own}
+        return None
 
     def set_site(self, pages: dict, order: list, figures: dict) -> None:
         """The navigation and numbering every page shows: called once the figures are numbered."""
@@ -438,6 +460,8 @@ class PageMemo:
                                          "files": {n: self.state.put_blob(d) for n, d in self._assets.items()}}
         live_pages = {p.repo_rel for p in self.pages_seen}
         self.state.data["pages"] = {rel: e for rel, e in pages.items() if rel in live_pages}
+        numbered = {**self.state.data["figures"], **self.new_figures}
+        self.state.data["figures"] = {rel: e for rel, e in numbered.items() if rel in live_pages}
         self.state.save()
         self.state.collect_blobs()
 

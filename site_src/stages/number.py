@@ -16,9 +16,10 @@ def parser_for(parsers: dict, page):
 def number_figures(site: Site, incremental: bool = False) -> Numbered:
     parsers = {flag: make_parser(raw_html=flag) for flag in (False, True)}
     figures: dict = {}
+    memo = PageMemo(site.root, site.files, enabled=incremental)   # keyed by, among others, the numbers
     for name in site.order:
         page = site.pages[name]
-        collect_figures(page, parser_for(parsers, page), {"jinja": site.jinja}, site.errors, figures)
-    memo = PageMemo(site.root, site.files, enabled=incremental)   # keyed by, among others, the numbers
+        memo.number_page(page, figures, site.errors, lambda: collect_figures(   # replayed for an unchanged page
+            page, parser_for(parsers, page), {"jinja": site.jinja}, site.errors, figures))
     memo.set_site(site.pages, site.order, figures)
     return Numbered(site, parsers, figures, memo)

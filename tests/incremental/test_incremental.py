@@ -177,3 +177,21 @@ def test_noop_notices_a_damaged_output(clone, tmp_path):
     result = build(clone, out)
     assert result.ok and not result.note.startswith("up to date")
     assert not (out / "stale.txt").exists()
+
+
+def test_a_figure_id_clash_with_a_reused_page_is_still_an_error(clone, tmp_path):
+    """The numbering of an unchanged page is replayed from the cache, unless one of its ids is
+    already taken: then the real pass runs and reports the clash."""
+    out = tmp_path / "public"
+    assert build(clone, out).ok
+    text = (clone / "content/studies/organism.md").read_text()
+    block = "```figure" + text.split("```figure")[1].split("```")[0] + "```\n"
+    page = clone / "content/index.md"     # first in the navigation: numbered before the study
+    original = page.read_text()
+    page.write_text(original + "\n" + block)
+    try:
+        result = build(clone, out)
+    finally:
+        page.write_text(original)
+    assert not result.ok
+    assert any("is already used at content/index.md" in line for line in result.errors.lines()), result.errors.lines()
