@@ -85,9 +85,11 @@ def json_key(value):
 
 def group_rows(rel: str, rows, name: str, keep: tuple = ()) -> list[tuple[object, list[dict]]]:
     """Rows grouped by a field, groups in sorted order (numbers before strings). Each kept row
-    holds only the fields in `keep` (and its line), so a large stream is not held whole."""
+    holds only the fields in `keep` (and its line), so a large stream is not held whole; with no
+    `keep` (a plain count) nothing of the row is kept."""
     groups: dict = {}
     for row in rows:
-        slim = {k: row[k] for k in (*keep, "_line") if k in row}
+        # a plain count reads nothing of its rows: keep a placeholder, not the row
+        slim = {k: row[k] for k in (*keep, "_line") if k in row} if keep else None
         groups.setdefault(json_key(field_value(rel, row, name)), []).append(slim)
     return sorted(groups.items(), key=lambda kv: (isinstance(kv[0], str), str(type(kv[0])), kv[0]))
