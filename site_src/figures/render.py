@@ -54,6 +54,8 @@ def compile_and_render(vl_spec: dict, cache_dir: Path) -> tuple[dict, str]:
 
 
 _FONT_ATTR = FONT  # as vl-convert writes it in each <text> (single quotes kept)
+_ATTR_VALUE = re.compile(r'\s(?:d|transform|x|y|x1|x2|y1|y2|width|height|points)="[^"]*"')
+_DECIMALS = re.compile(r"(\d\.\d\d)\d+")
 _XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
 _INNER_ARIA = re.compile(r'\s+(?:role|aria-[a-z]+)="[^"]*"')
 _ID = re.compile(r'\sid="([^"]+)"')
@@ -89,6 +91,8 @@ def inline_svg(svg: str, id_prefix: str, css_class: str) -> str:
     # what a static drawing does not need: the default opacity, pointer events (figures.css turns
     # them off), and the one font family on every text (figures.css sets it for .fig-svg text)
     svg = svg.replace(' opacity="1"', "").replace(' pointer-events="none"', "").replace(f' font-family="{_FONT_ATTR}"', "")
+    # coordinates to 1/100 px: invisible on screen and in print, and a tenth lighter
+    svg = _ATTR_VALUE.sub(lambda m: _DECIMALS.sub(r"\1", m.group(0)), svg)
     ids = set(_ID.findall(svg))
     svg = _REF.sub(lambda m: m.group(1) + (f"{id_prefix}-{m.group(2)}" if m.group(2) in ids else m.group(2)), svg)
     head_end = svg.index(">")

@@ -8,6 +8,7 @@ The generator calls four things, each a thin call site:
 - `site_facts(root)` once per build: the commit and its date (`Facts`);
 - `page_extras(...)` per content page: template context (`og`, `cite`) and extra files;
 - `add_permalinks(html)` on each page body;
+- `provenance_page(...)` per content page: every value it shows, on a page of its own;
 - `index_search(folder)` on the written output, before it is swapped into place.
 """
 from __future__ import annotations
@@ -16,9 +17,11 @@ from .cite import cite_context
 from .facts import Facts, site_facts
 from .permalinks import add_permalinks
 from .preview import og_context
+from .provenance import NAME as PROVENANCE_PAGE, provenance_page
 from .search import SearchError, index_search
 
-__all__ = ["Facts", "site_facts", "page_extras", "add_permalinks", "index_search", "SearchError"]
+__all__ = ["Facts", "site_facts", "page_extras", "add_permalinks", "index_search", "SearchError",
+           "provenance_page"]
 
 
 def page_extras(root, config, page, rendered, bundle, prefix: str, facts: Facts) -> tuple[dict, dict]:
@@ -31,4 +34,5 @@ def page_extras(root, config, page, rendered, bundle, prefix: str, facts: Facts)
     if bundle is not None:
         cite, cite_files = cite_context(config, page, bundle, facts)
         files.update(cite_files)
-    return {"og": og, "cite": cite}, files
+    provenance_href = PROVENANCE_PAGE if rendered.values else ""
+    return {"og": og, "cite": cite, "provenance_href": provenance_href}, files

@@ -62,7 +62,7 @@ def load_site(root: Path, errors: Errors) -> Site | None:
         pages[name].number = number
     jinja = make_env(files)
     facts = reader.site_facts(root)
-    jinja.globals.update(built=facts, og=None, cite=None)  # reader features (site_src/reader)
+    jinja.globals.update(built=facts, og=None, cite=None, provenance_href="")  # reader features (site_src/reader)
     cache = FixtureCache()
     honesty = Honesty(root, errors, cache, files=files)
     honesty.study_urls = {p.meta["bundle"]: p.url for p in pages.values()

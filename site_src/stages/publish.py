@@ -41,6 +41,9 @@ def publish(bundled: Bundled) -> BuildResult:
         out.update(extra_files)
         try:
             out[page.out_path] = _page_html(site, page, output.rendered, bundle, study, extra).encode()
+            extra_files.update(reader.provenance_page(site.jinja, _common(site, None, "../" * page.depth), page,
+                                                      output.rendered))
+            out.update(extra_files)
             memo.store(page, {**output.rendered.files, **extra_files, page.out_path: out[page.out_path]}, output.used,
                        output.rendered.figure_count, bundle.name if bundle is not None else None)
         except jinja2.TemplateError as exc:

@@ -54,8 +54,10 @@ def test_provenance_table_lists_every_value(site):
     run(site)
     html = (site / "public/explainer/index.html").read_text()
     receipts = re.findall(r'id="(ref-\d+)-v"', html)
-    section = html[html.index('class="provenance"'):]
-    listed = re.findall(r'<a href="#(ref-\d+)-v">', section)
+    # the page summarises per fixture and links its provenance page (site_src/reader/provenance.py)
+    assert '<a href="provenance.html">Every value, one by one' in html[html.index('class="provenance"'):]
+    section = (site / "public/explainer/provenance.html").read_text()
+    listed = re.findall(r'<a href="\./#(ref-\d+)-v">', section)
     # grouped by fixture (site_src/reader's layout of the table): every receipt once
     assert sorted(receipts) == sorted(listed) and len(listed) == 29 == len(set(listed))
     notes = section[section.index("<code>data/notes.md</code>"):].split("</table>")[0]

@@ -75,7 +75,7 @@ def test_figures_are_numbered_and_linked(site, fake_figures):
     assert '<span class="chip claim-causal">causal</span> <span class="chip trust-calibrated">' in html
     assert '<img src="../assets/fake.svg" alt="dots: rows.jsonl">' in html
     # values drawn by the figure are in the provenance table, once each
-    section = html[html.index('class="provenance"'):]
+    section = (site / "public/explainer/provenance.html").read_text()
     rows = section[section.index("<code>data/rows.jsonl</code>"):].split("</table>")[0]
     assert rows.count("<td>computed</td>") == 4  # mean margin and count, once per figure
     other = (site / "public/guides/second/index.html").read_text()

@@ -228,3 +228,16 @@ def test_live_figures_load_nothing_until_a_reader_interacts(new_page):
     assert any(u.endswith("vega-runtime.js") for u in late) and any(u.endswith(".json") and "/assets/figures/" in u for u in late)
     assert not visit.console_errors and not visit.failed_requests, (visit.console_errors, visit.failed_requests)
     page.close()
+
+
+def test_provenance_page_lists_every_value_of_its_page(site_dir):
+    html = _html(site_dir, STUDY)
+    section = html[html.index('<section class="provenance"'):]
+    assert '<a href="provenance.html">Every value, one by one' in section
+    listed_here = re.findall(r"<li>.*?: (\d+) values?</li>", section)
+    receipts = re.findall(r'id="(ref-\d+)-v"', html)
+    page = (site_dir / STUDY / "provenance.html").read_text("utf-8")
+    rows = re.findall(r'<a href="\./#(ref-\d+)-v">', page)
+    assert sorted(rows) == sorted(receipts) and len(rows) == len(set(rows))
+    total = len(re.findall(r"<tr><td class=\"num\">", page))
+    assert sum(map(int, listed_here)) == total >= len(receipts)
