@@ -19,6 +19,7 @@ from .parse import MAX_BYTES, ParseProblem, json_value, load_json, load_yaml
 STRUCTURED = (".json", ".yaml", ".yml")
 PROSE = (".md", ".markdown", ".txt")
 ROWS = (".jsonl",)
+KEEP_BYTES = 16 * 2**20  # JSONL files up to this size are parsed once per build (see Rows)
 
 
 @dataclass(frozen=True)
@@ -102,13 +103,18 @@ class Prose:
 class Rows:
     """A JSONL fixture, read as a stream: one object per line, each row keeping its line as `_line`.
 
-    Rows are parsed each time they are iterated, never held all at once, so an aggregate over a
-    file of hundreds of MB needs memory for the values it uses only. A file without a single row
-    is refused: it could only give a count of 0 or an empty figure.
+    A file of at most KEEP_BYTES is parsed once and its rows kept for the rest of the build: a
+    study page makes dozens of aggregate references into the same few files, and re-parsing each
+    file per reference was most of a page's render time. A larger file is parsed each time it is
+    iterated, never held all at once, so an aggregate over a file of hundreds of MB needs memory
+    for the values it uses only. Kept rows are handed out as copies, so no reader can change
+    what the next one sees. A file without a single row is refused: it could only give a count
+    of 0 or an empty figure.
     """
 
     def __init__(self, path: Path, rel: str):
         self.path, self.rel = path, rel
+        self._kept: list[dict] | None = None
         self.line_count = 0
         has_row = False
         with open(path, "rb") as handle:
@@ -119,6 +125,15 @@ class Rows:
             raise FixtureProblem("has no rows: an empty JSONL file would show a count of 0 or an empty figure", rel)
 
     def __iter__(self):
+        if self._kept is None and self.path.stat().st_size <= KEEP_BYTES:
+            self._kept = list(self._parse())
+        if self._kept is None:
+            yield from self._parse()
+        else:
+            for row in self._kept:
+                yield dict(row)
+
+    def _parse(self):
         with open(self.path, "rb") as handle:
             for number, raw in enumerate(handle, start=1):
                 if raw.strip():
