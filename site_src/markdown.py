@@ -15,6 +15,7 @@ from mdit_py_plugins.anchors import anchors_plugin
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from .schema import FIGURE_ID
+from .tablewrap import install_markdown_rules
 
 _FIG = re.compile(r"\[\[fig:(" + FIGURE_ID.pattern + r")\]\]")
 
@@ -96,6 +97,7 @@ def _render_rules(md) -> None:
         md.add_render_rule(name, from_meta)
     md.add_render_rule("fence", fence)
     md.add_render_rule("code_block", code_block)
+    install_markdown_rules(md)  # pipe tables open the site's one table wrapper
 
 
 def make_parser(raw_html: bool = False) -> MarkdownIt:

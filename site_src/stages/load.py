@@ -13,6 +13,7 @@ from ..fixtures import FixtureCache
 from ..honesty import Honesty
 from ..pages import discover, load_page
 from ..paths import InputRefused, RepoFiles
+from ..tablewrap import table_wrap
 from .model import Site
 
 
@@ -32,8 +33,10 @@ class RepoLoader(jinja2.BaseLoader):
 
 
 def make_env(files: RepoFiles) -> jinja2.Environment:
-    return jinja2.Environment(loader=RepoLoader(files), autoescape=True, undefined=jinja2.StrictUndefined,
-                              keep_trailing_newline=True)
+    env = jinja2.Environment(loader=RepoLoader(files), autoescape=True, undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True)
+    env.globals.update(table_wrap=table_wrap)  # the one table wrapper (site_src/tablewrap.py)
+    return env
 
 
 def load_site(root: Path, errors: Errors) -> Site | None:

@@ -164,6 +164,21 @@ def test_scrolling_blocks_are_focusable(site):
     assert '<div class="math-block" tabindex="0"><math' in html
 
 
+def test_every_table_sits_in_one_focusable_named_wrapper(site):
+    """Markdown tables, table blocks and the templates' tables (provenance) all scroll in the same
+    keyboard-reachable region, so a wide table never widens the page."""
+    import re
+    write_page(site, "tables.md", "## Tables\n\n| key `a` | value |\n|---|---|\n| x | {{ data/golden.json:5 }} |\n\n"
+               "```table\nsource: data/golden.json#per_dimension_rho\ncolumns: [dimension, rho]\n```\n")
+    assert run(site) == 0
+    html = (site / "public/tables/index.html").read_text() + (site / "public/tables/provenance.html").read_text()
+    tables = html.count("<table")
+    wrappers = re.findall(r'<div class="table-wrap"([^>]*)>\s*<table', html)
+    assert tables >= 3 and len(wrappers) == tables
+    assert all('role="region" tabindex="0"' in w and "aria-label" in w for w in wrappers)
+    assert 'aria-label="Table: key a, value"' in html
+
+
 def test_study_page_header_and_bundle(site, monkeypatch):
     """The generator's side of the bundle contract, with stand-ins for site_src.bundles."""
     import site_src.bundles as bundles
