@@ -41,7 +41,7 @@ from .minilm import MODEL_DIR, load_model
 from .minilm_data import DIMENSIONS, PAIRS_FILE
 from .rows import PLACES, _moves, attribution_gap
 from .study import setup_determinism, versions, weights_identity
-from .summary import BOOTSTRAP, golden
+from .summary import BOOTSTRAP, golden, rho_intervals
 
 FILES = {"attribution": "attribution_per_pair.jsonl",
          "patching": "patching_per_pair.jsonl", "patching_heads": "heads_patching_per_pair.jsonl",
@@ -147,34 +147,6 @@ def measure(adapter: Adapter, pairs: list[dict], progress: bool = True) -> tuple
 
 
 # ----- the summary beyond measure.summary.golden -------------------------------------------------
-def _by_seed(joined: dict) -> dict[str, list]:
-    out = defaultdict(list)
-    for key, both in sorted(joined.items()):
-        out[both[0]["seed_id"]].append((key, both))
-    return out
-
-
-def _rho_of(items_by_seed, seeds) -> float:
-    joined = {}
-    for k, s in enumerate(seeds):  # a seed drawn twice counts twice
-        for (dimension, pair, component), both in items_by_seed[s]:
-            joined[(dimension, f"{pair}#{k}", component)] = both
-    rhos = rankstats.dimension_rhos(rankstats.component_scores(joined))
-    return next(iter(rhos.values())) if rhos else float("nan")
-
-
-def rho_intervals(attr_rows, patch_rows, mode: str = "mean") -> dict:
-    """Per dimension: the seed-bootstrap interval of attribution-vs-patching rho."""
-    joined = rankstats.join_rows(attr_rows, patch_rows, mode)
-    out = {}
-    for d in DIMENSIONS:
-        mine = {k: v for k, v in joined.items() if k[0] == d}
-        by_seed = _by_seed(mine)
-        seeds = sorted(by_seed)
-        out[d] = list(rankstats.seed_bootstrap(seeds, lambda s: _rho_of(by_seed, s), **BOOTSTRAP))
-    return out
-
-
 def _ranks(rows, field, sign=True):
     """{dimension: {component: score}} mean of `field` over pairs (|field|/|clean| for patching)."""
     acc = defaultdict(lambda: defaultdict(list))
@@ -269,7 +241,7 @@ def summarise(out: Path, identity: dict, gate_summary: dict, W: torch.Tensor, tr
         "attribution": "every LayerNorm's scale frozen at its clean value; direct path to the mean-pooled read (measure/bert.py)",
         "directions": {"main files": "each dimension's own objective head", "gated_ files": "the gated aggregate, gate held at its clean value on the prompt"},
         "heads_scope": "patched on the held-out pairs only, mean mode; head attribution not written (bundle size)",
-        "per_dimension_rho_ci": rho_intervals(written["attribution"], written["patching"]),
+        "per_dimension_rho_ci": rho_intervals(written["attribution"], written["patching"], "mean", DIMENSIONS),
         "gated_comparison": gated_comparison(written),
         "gated_crystallization": _crystal(written["gated_lens"]),
         "gate_weight_on_own_objective": gate_summary,

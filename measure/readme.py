@@ -128,6 +128,9 @@ One row per (pair, layer).
 - `offdist`: how the off-distribution flag is made (`statistic`, `quantile`, `folds`, and the
   `threshold` on `offdist_z`), and per mode the effects `scored` and `flagged` in
   `{C.PATCHING}`, and `heads_scored`, `heads_flagged` in the heads file.
+- `per_dimension_rho_ci`: per dimension, the 95% seed-bootstrap interval `[low, high]` of the
+  `per_dimension_rho` (`rank_mode`): 1000 resamples of the dimension's seeds with replacement
+  (`rankstats.seed_bootstrap`, seed 0); null where no resample gives a rho.
 
 ## `{C.MANIFEST}` — the run
 

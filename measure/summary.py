@@ -48,6 +48,34 @@ def crystallization(lens_rows: list[dict]) -> dict:
             "per_dimension": {d: rankstats.mean(v) for d, v in sorted(depths.items())}}
 
 
+def _rho_of(items_by_seed: dict, seeds: list[str]) -> float:
+    """The attribution-vs-patching rho of one dimension over the (resampled) seeds."""
+    joined = {}
+    for k, seed in enumerate(seeds):  # a seed drawn twice counts twice
+        for (dimension, pair, component), both in items_by_seed[seed]:
+            joined[(dimension, f"{pair}#{k}", component)] = both
+    rhos = rankstats.dimension_rhos(rankstats.component_scores(joined))
+    return next(iter(rhos.values())) if rhos else float("nan")
+
+
+def rho_intervals(attr_rows, patch_rows, mode: str = RANK_MODE, dimensions=None) -> dict:
+    """Per dimension: the seed-bootstrap interval (rankstats.seed_bootstrap, BOOTSTRAP) of the
+    attribution-vs-patching rho, resampling the dimension's seeds with replacement. `dimensions`
+    fixes the order of the keys (default: sorted)."""
+    joined = rankstats.join_rows(attr_rows, patch_rows, mode)
+    if dimensions is None:
+        dimensions = sorted({key[0] for key in joined})
+    out = {}
+    for d in dimensions:
+        by_seed = defaultdict(list)
+        for key, both in sorted(joined.items()):
+            if key[0] == d:
+                by_seed[both[0]["seed_id"]].append((key, both))
+        seeds = sorted(by_seed)
+        out[d] = list(rankstats.seed_bootstrap(seeds, lambda s: _rho_of(by_seed, s), **BOOTSTRAP))
+    return out
+
+
 class _KeyRecovery:
     """AUC of a ranking against the planted key, with seed-level bootstrap intervals."""
 
@@ -203,4 +231,7 @@ def golden(study: str, model_id: str, identity: dict, files: dict[str, list[dict
                            if key is not None else None)
     out.update(extra)
     out["offdist"] = offdist.golden_block(patch, files["patching_heads"])
+    if "per_dimension_rho_ci" not in out:  # a study may place it earlier (MiniLM does, in extra)
+        out["per_dimension_rho_ci"] = {d: [_nan_to_none(v) for v in ci]
+                                       for d, ci in rho_intervals(attr, patch).items()}
     return out
