@@ -10,6 +10,7 @@ import jinja2
 import pytest
 
 from site_src import bundles
+from site_src.tablewrap import table_wrap
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = Path(__file__).resolve().parent / "fixtures" / "tiny"
@@ -24,6 +25,7 @@ def tiny() -> bundles.Bundle:
 def render(bundle, rel="../../") -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(REPO / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined)
+    env.globals.update(table_wrap=table_wrap)  # as site_src.stages.load.make_env does
     return env.get_template("partials/bundle.html").render(bundle=bundle, rel=rel)
 
 
