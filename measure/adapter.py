@@ -145,6 +145,10 @@ class Adapter:
         """(N, d) -> (N,): the reward of read-out vectors (the real final norm if the family has
         one, then each row's direction)."""
         x = self.final_norm(resid) if self.final_norm is not None else resid
+        if self._row_dirs is None:
+            # one direction: a matrix product, as the committed bundles were measured (an
+            # elementwise product and sum rounds differently in the last digits)
+            return x.float() @ self.w_r.float() + self.score_bias
         dirs, bias = self.directions(x.shape[0])
         return (x.float() * dirs).sum(-1) + bias
 
