@@ -138,12 +138,7 @@ def _condition(doc: Record, key: str, spec, quantity: str | None) -> Condition:
 def parse(doc: Record) -> Registration:
     """Validate a record's fields; every error names the record file and the field's line."""
     data = doc.data
-    for key in data:
-        if key not in FIELDS:
-            raise BuildError(f"unknown field {key!r} (a registration holds {', '.join(FIELDS)})", doc.where(str(key)))
-    for key in FIELDS:
-        if key not in data:
-            raise BuildError(f"lacks {key!r}", doc.where())
+    doc.check_fields(FIELDS, f" (a registration holds {', '.join(FIELDS)})", "")
     for key in TEXT:
         if not isinstance(data[key], str) or not data[key].strip():
             raise BuildError(f"{key} must be non-empty text", doc.where(key))

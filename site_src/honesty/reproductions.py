@@ -92,12 +92,8 @@ def project_machines(root: Path) -> set[str]:
 def validate(doc: Record, study: str) -> None:
     """Raise BuildError (file:line) for a record that is malformed or was edited after it was written."""
     data = doc.data
-    for key in data:
-        if key not in FIELDS:
-            raise BuildError(f"unknown field {key!r}; a record holds {', '.join(FIELDS)}", doc.where(str(key)))
-    for key in FIELDS:
-        if key not in data:
-            raise BuildError(f"lacks {key!r}; write records with `python reproduce.py --record`", doc.where())
+    doc.check_fields(FIELDS, f"; a record holds {', '.join(FIELDS)}",
+                     "; write records with `python reproduce.py --record`")
     above, written, line = kit_record.split_checksum(doc.text)
     if written != kit_record.checksum(above):
         raise BuildError("was edited after reproduce.py wrote it: its checksum does not match the lines above "

@@ -31,6 +31,16 @@ class Record:
             path = path[:-1]
         return f"{self.rel}:{self.lines.get(path, 1)}"
 
+    def check_fields(self, fields: tuple, unknown: str, missing: str) -> None:
+        """Refuse a key outside `fields` and a field that is absent, naming the line; the
+        messages end with `unknown` and `missing` (what the record kind expects)."""
+        for key in self.data:
+            if key not in fields:
+                raise BuildError(f"unknown field {key!r}{unknown}", self.where(str(key)))
+        for key in fields:
+            if key not in self.data:
+                raise BuildError(f"lacks {key!r}{missing}", self.where())
+
 
 def load_record(path: Path, rel: str) -> Record:
     """Parse `path` as a YAML mapping; raises BuildError naming `rel` and the line."""
