@@ -40,6 +40,15 @@ def test_no_external_url_in_any_output(ctx):
     assert external_urls(assets["figures.css"].decode()) == []
 
 
+
+def test_runtime_is_vega_alone_and_names_no_other_host():
+    runtime = figure_assets()["vega-runtime.js"].decode()
+    assert len(runtime) <= 600_000, len(runtime)
+    assert "window.vega=" in runtime.replace(" ", "") and "vegaEmbed" not in runtime
+    # the only absolute URLs in the bundle are XML namespace names, which are never fetched
+    others = {u for u in external_urls(runtime) if u != "http://www.w3.org"}
+    assert not others and "cdn.jsdelivr" not in runtime, sorted(others)[:10]
+
 def test_url_check_can_fail():
     assert external_urls('<img src="https://example.org/x.png">')
     assert external_urls("@import url('//fonts.example.com/a.css')")

@@ -7,7 +7,8 @@
  * fetched with the page: the first time a reader points at, touches or focuses a figure, or
  * changes one of its controls, the spec and the Vega runtime (vega-runtime.js, next to this file,
  * loaded once for the page) are fetched and the figure is rendered live; the static SVG is then
- * hidden.
+ * hidden. The runtime is Vega alone (window.vega): each view is `new vega.View(vega.parse(spec))`
+ * with the SVG renderer, and the tooltip channel shows in a small box of our own (fig-tip).
  *
  * Hooks for tests: .fig gets data-figure-ready="true" and fires "figure:ready" when its live
  * view is up; each change of a control sets data-figure-updates (a counter) and fires
@@ -25,12 +26,40 @@
       loading = new Promise(function (resolve, reject) {
         var s = document.createElement("script");
         s.src = runtimeUrl;
-        s.onload = function () { resolve(window.vegaEmbed); };
+        s.onload = function () {
+          if (window.vega && window.vega.View && window.vega.parse) resolve(window.vega);
+          else reject(new Error(runtimeUrl + " does not define vega.View and vega.parse"));
+        };
         s.onerror = function () { reject(new Error("cannot load " + runtimeUrl)); };
         document.head.appendChild(s);
       });
     }
     return loading;
+  }
+
+  // Vega's default tooltip only sets the container's title attribute (shown late, never on touch);
+  // this shows the tooltip channel's fields at once, as plain text, next to the pointer.
+  var tip = null;
+  function hideTip() { if (tip) tip.hidden = true; }
+  function tooltip(handler, event, item, value) {
+    if (value == null || value === "") { hideTip(); return; }
+    if (!tip) {
+      tip = document.createElement("div");
+      tip.className = "fig-tip";
+      document.body.appendChild(tip);
+    }
+    var lines = typeof value === "object" && !Array.isArray(value)
+      ? Object.keys(value).map(function (k) { return k + ": " + value[k]; })
+      : [String(value)];
+    tip.textContent = lines.join("\n");
+    tip.hidden = false;
+    var p = (event && event.touches && event.touches[0]) || event || {};
+    var px = p.clientX || 0, py = p.clientY || 0, gap = 12;
+    var x = px + gap, y = py + gap;
+    if (x + tip.offsetWidth > window.innerWidth) x = Math.max(0, px - tip.offsetWidth - gap);
+    if (y + tip.offsetHeight > window.innerHeight) y = Math.max(0, py - tip.offsetHeight - gap);
+    tip.style.left = x + "px";
+    tip.style.top = y + "px";
   }
 
   function theme() {
@@ -79,10 +108,14 @@
   function render(fig) {
     var live = fig.querySelector(".fig-live");
     fig._rendering = Promise.all([loadRuntime(), loadSpec(fig)]).then(function (loaded) {
-      if (fig._view) { fig._view.finalize(); fig._view = null; }
-      return loaded[0](live, specFor(loaded[1], fig._state), { mode: "vega", renderer: "svg", actions: false });
-    }).then(function (result) {
-      fig._view = result.view;
+      var vega = loaded[0];
+      if (fig._view) { fig._view.finalize(); fig._view = null; hideTip(); }
+      live.textContent = "";
+      var view = new vega.View(vega.parse(specFor(loaded[1], fig._state)),
+        { renderer: "svg", container: live, hover: true, tooltip: tooltip });
+      return view.runAsync();
+    }).then(function (view) {
+      fig._view = view;
       live.hidden = false;
       fig.querySelector(".fig-static").hidden = true;
       if (fig.getAttribute("data-figure-ready") !== "true") {
