@@ -20,7 +20,7 @@ from ..errors import BuildError, FixtureProblem
 from ..receipts import Resolved
 from ..resolve import Resolver
 from .history import Commit, History, sha256
-from .yamlfile import Record, load_record
+from .yamlfile import Record, load_record, record_files
 
 FOLDER = "registrations"
 ID = re.compile(r"[a-z0-9][a-z0-9_-]*")
@@ -250,17 +250,8 @@ def load_all(root: Path, resolver: Resolver, errors, history: History | None = N
         return []
     history = history or History(root)
     out = []
-    for path in sorted(folder.iterdir()):
-        if path.name.startswith(".") or path.is_dir():
-            continue
-        rel = path.relative_to(root).as_posix()
-        if path.suffix != ".yaml":
-            errors.add(BuildError("registrations/ holds records named <id>.yaml only", rel))
-            continue
-        refused = refusal(rel)
-        if refused:
-            errors.add(BuildError(refused, rel))
-            continue
+    for path, rel in record_files(root, folder, lambda name: name.endswith(".yaml"),
+                                  "registrations/ holds records named <id>.yaml only", refusal, errors):
         try:
             out.append(verify(parse(load_record(path, rel)), root, history, resolver))
         except BuildError as exc:

@@ -20,7 +20,7 @@ from pathlib import Path
 from bundle_kit import record as kit_record
 
 from ..errors import BuildError
-from .yamlfile import Record, load_record
+from .yamlfile import Record, load_record, record_files
 
 FOLDER = "reproductions"
 MACHINES = "machines.yaml"
@@ -157,17 +157,8 @@ def load_reproductions(root: Path, study: str, bundle, errors, machines: set[str
             errors.add(exc)
             machines = {kit_record.machine_fingerprint()}
     out = []
-    for path in sorted(folder.iterdir()):
-        rel = path.relative_to(root).as_posix()
-        if path.name.startswith(".") or path.is_dir():
-            continue
-        if not NAME.fullmatch(path.name):
-            errors.add(BuildError("a reproduction record is named <name>.yaml (lower-case letters, digits, '.', '_', '-')", rel))
-            continue
-        refused = refusal(rel)
-        if refused:
-            errors.add(BuildError(refused, rel))
-            continue
+    for path, rel in record_files(root, folder, NAME.fullmatch, "a reproduction record is named <name>.yaml "
+                                  "(lower-case letters, digits, '.', '_', '-')", refusal, errors):
         try:
             doc = load_record(path, rel)
             validate(doc, study)

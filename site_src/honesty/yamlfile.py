@@ -42,6 +42,25 @@ class Record:
                 raise BuildError(f"lacks {key!r}{missing}", self.where())
 
 
+def record_files(root: Path, folder: Path, named, name_rule: str, refusal, errors):
+    """(path, repository-relative path) of each record file in `folder`, in name order.
+
+    Hidden files and folders are passed over; a file whose name `named` rejects, or that the path
+    policy's `refusal(rel)` refuses, is a build error (`name_rule` says how records are named)."""
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or path.is_dir():
+            continue
+        rel = path.relative_to(root).as_posix()
+        if not named(path.name):
+            errors.add(BuildError(name_rule, rel))
+            continue
+        refused = refusal(rel)
+        if refused:
+            errors.add(BuildError(refused, rel))
+            continue
+        yield path, rel
+
+
 def load_record(path: Path, rel: str) -> Record:
     """Parse `path` as a YAML mapping; raises BuildError naming `rel` and the line."""
     try:
