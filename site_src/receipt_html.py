@@ -1,7 +1,15 @@
 """How a resolved value looks on a page: the value, linked to its fixture line, with its receipt.
 
-The receipt is a sibling `role=tooltip` element named by `aria-describedby`, so screen readers
-read it with the value; CSS shows it on hover and on keyboard focus (no script).
+One element per value, and the only place that writes it:
+
+    <a class="ref" href="SOURCE-VIEW#Lnn" id="ref-N" data-value="RAW" data-source="PATH:LINE">SHOWN</a>
+
+The link to the fixture line is the receipt and works without script. `data-source` is where the
+value was recorded (`PATH:LINE`, or `PATH` for a computed value, which also carries `data-expr`,
+the expression it was computed with); `data-value` is the raw value. The tooltip is not in the
+page: templates/static/site.js makes it on hover or keyboard focus from these attributes (the
+same words as `Resolved.receipt`), so a page with hundreds of values does not carry a copy of
+each tip. Text values (a label, a citation) add the class `ref-text` and read as prose (site.css).
 """
 from __future__ import annotations
 
@@ -19,15 +27,13 @@ def raw_text(value) -> str:
 
 
 def receipt_html(resolved: Resolved, text: str, rid: str, prefix: str) -> Markup:
-    raw = raw_text(resolved.value)
-    tip = f"{resolved.receipt}. Raw value: {raw}"
-    attrs = (f' id="{rid}-v" aria-describedby="{rid}" data-value="{escape(raw)}" data-source="{escape(resolved.location)}"')
-    # text values (a label, a citation) read as prose, not as a number: styled apart (site.css)
     numeric = isinstance(resolved.value, (int, float)) and not isinstance(resolved.value, bool)
-    outer = "ref" if numeric else "ref ref-text"
+    cls = "ref" if numeric else "ref ref-text"
+    attrs = f' id="{rid}" data-value="{escape(raw_text(resolved.value))}"'
+    if not resolved.line:  # a computed value: its receipt names the expression (Resolved.receipt)
+        attrs += f' data-expr="{escape(resolved.expression)}"'
+    attrs += f' data-source="{escape(resolved.location)}"'
     if resolved.href:
-        value = f'<a class="ref-value" href="{escape(prefix + resolved.href)}"{attrs}>{escape(text)}</a>'
-    else:  # only outside-repository files (the `ref` command) lack a published view
-        value = f'<span class="ref-value" tabindex="0"{attrs}>{escape(text)}</span>'
-    return Markup(f'<span class="{outer}">{value}<span class="ref-tip" role="tooltip" id="{rid}">'
-                  f"{escape(tip)}</span></span>")
+        return Markup(f'<a class="{cls}" href="{escape(prefix + resolved.href)}"{attrs}>{escape(text)}</a>')
+    # only outside-repository files (the `ref` command) lack a published view
+    return Markup(f'<span class="{cls}" tabindex="0"{attrs}>{escape(text)}</span>')

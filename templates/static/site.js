@@ -6,6 +6,9 @@
  * CSS and the figures follow. Hooks for tests: <html data-theme>, button[aria-pressed].
  * Search: results are links with the page title and Pagefind's excerpt; <form data-search-state>
  * is "loading", "ready" or "error: ...".
+ * Receipts: a value's element (site_src/receipt_html.py) names its source in data attributes; on
+ * hover or keyboard focus one shared role=tooltip element (#ref-tip) shows them and the value is
+ * described by it; the pointer may move onto the tip, Escape dismisses it.
  */
 (function () {
   "use strict";
@@ -110,7 +113,63 @@
     form.hidden = false;
   }
 
-  function start() { setupTheme(); setupSearch(); }
+  function setupReceipts() {
+    var tip = null, owner = null;
+
+    // the same words as Resolved.receipt (site_src/receipts.py), then the raw value
+    function words(el) {
+      var source = el.getAttribute("data-source"), expr = el.getAttribute("data-expr");
+      return (expr === null ? "Recorded at " + source : "Computed from " + source + ": " + expr) +
+        ". Raw value: " + el.getAttribute("data-value");
+    }
+
+    function receipt(node) {
+      return node && node.closest ? node.closest(".ref[data-source]") : null;
+    }
+
+    function hide() {
+      if (!owner) return;
+      owner.removeAttribute("aria-describedby");
+      tip.hidden = true;
+      owner = null;
+    }
+
+    function show(el) {
+      if (owner === el) return;
+      hide();
+      if (!tip) {
+        tip = document.createElement("span");
+        tip.id = "ref-tip";
+        tip.className = "ref-tip";
+        tip.setAttribute("role", "tooltip");
+        tip.addEventListener("mouseout", function (e) {
+          if (!tip.contains(e.relatedTarget) && receipt(e.relatedTarget) !== owner) hide();
+        });
+        document.body.appendChild(tip);
+      }
+      tip.textContent = words(el);
+      tip.hidden = false;
+      // under the value's last line, kept inside the page's width
+      var rects = el.getClientRects(), r = rects[rects.length - 1] || el.getBoundingClientRect();
+      var width = document.documentElement.clientWidth;
+      var left = Math.max(4, Math.min(r.left, width - tip.offsetWidth - 4));
+      tip.style.left = (left + window.scrollX) + "px";
+      tip.style.top = (r.bottom + window.scrollY) + "px";
+      el.setAttribute("aria-describedby", "ref-tip");
+      owner = el;
+    }
+
+    document.addEventListener("mouseover", function (e) { var el = receipt(e.target); if (el) show(el); });
+    document.addEventListener("mouseout", function (e) {
+      if (owner && receipt(e.target) === owner && receipt(e.relatedTarget) !== owner &&
+          !(tip && tip.contains(e.relatedTarget))) hide();
+    });
+    document.addEventListener("focusin", function (e) { var el = receipt(e.target); if (el) show(el); else hide(); });
+    document.addEventListener("focusout", function (e) { if (receipt(e.target) === owner) hide(); });
+    document.addEventListener("keydown", function (e) { if (e.key === "Escape") hide(); });
+  }
+
+  function start() { setupTheme(); setupSearch(); setupReceipts(); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();

@@ -98,10 +98,10 @@ def test_page_shows_both_values_each_with_its_receipt(tmp_path):
     result, errors = _site_with_note(tmp_path, note, body)
     assert errors == []
     html = result.files["studies/tiny/index.html"].decode()
-    assert '<s><span class="ref"><a class="ref-value" href="../../source/bundles/tiny/CORRECTIONS.md.html#L4"' in html
+    assert '<s><a class="ref" href="../../source/bundles/tiny/CORRECTIONS.md.html#L4"' in html
     assert 'data-source="bundles/tiny/CORRECTIONS.md:5">0.5</a>' in html
     table = html[html.index('id="corrections"'):]
-    assert "<del><span class=\"ref\">" in table and 'data-source="bundles/tiny/CORRECTIONS.md:4"' in table
+    assert "<del><a class=\"ref\"" in table and 'data-source="bundles/tiny/CORRECTIONS.md:4"' in table
     assert '<a href="#corrections">1 published value corrected</a>' in html
 
 

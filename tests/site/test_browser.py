@@ -198,30 +198,37 @@ def test_every_interactive_figure_comes_up_and_answers_its_controls(new_page, si
 
 # --- receipts -------------------------------------------------------------------------------
 
-# A receipt is any element described (aria-describedby) by a role=tooltip element: the generator
-# renders each resolved value that way (site_src/receipt_html.py), with no script.
-RECEIPT_JS = """(el) => {
-    const id = el && el.getAttribute && el.getAttribute('aria-describedby');
-    const tip = id ? document.getElementById(id) : null;
-    return !!tip && tip.getAttribute('role') === 'tooltip';
-}"""
+# A receipt is a value's element carrying data-source (site_src/receipt_html.py): a link to its
+# fixture line. Its tooltip is one role=tooltip element that site.js fills and points the value's
+# aria-describedby at, on hover or keyboard focus.
+RECEIPT_JS = """(el) => !!(el && el.matches && el.matches('.ref[data-source]'))"""
 TOOLTIP_PROBE = """(el) => {
-    const tip = document.getElementById(el.getAttribute('aria-describedby'));
-    const r = tip.getBoundingClientRect();
+    const id = el.getAttribute('aria-describedby');
+    const tip = id ? document.getElementById(id) : null;
+    if (!tip) return {text: '', visible: false, role: null};
+    const r = tip.getBoundingClientRect(), v = el.getBoundingClientRect();
     const st = getComputedStyle(tip);
-    return {text: tip.textContent.trim(),
-            visible: r.width > 0 && r.height > 0 && st.visibility !== 'hidden' && st.display !== 'none'
-                     && parseFloat(st.opacity) > 0.05};
+    return {text: tip.textContent.trim(), role: tip.getAttribute('role'),
+            visible: !tip.hidden && r.width > 0 && r.height > 0 && st.visibility !== 'hidden'
+                     && st.display !== 'none' && parseFloat(st.opacity) > 0.05,
+            near: Math.abs(r.top - v.bottom) < 2 && r.left >= 0 && r.right <= document.documentElement.clientWidth,
+            expected: (el.dataset.expr === undefined ? 'Recorded at ' + el.dataset.source
+                       : 'Computed from ' + el.dataset.source + ': ' + el.dataset.expr)
+                      + '. Raw value: ' + el.dataset.value};
 }"""
 
 
 def test_receipt_source_shows_on_hover_and_on_keyboard_focus(new_page, site_dir, kit):
-    pages = _pages_with(kit, site_dir, 'role="tooltip"')
+    pages = _pages_with(kit, site_dir, 'data-source="')
     assert pages, "no page carries a receipt"
     path = next((p for p in pages if p.startswith("studies/")), pages[0])
     page, visit = new_page.open(path)
-    receipts = [h for h in page.query_selector_all("[aria-describedby]") if page.evaluate(RECEIPT_JS, h)]
-    assert receipts, f"/{path}: no element is described by a role=tooltip receipt"
+    receipts = page.query_selector_all(".ref[data-source]")
+    assert receipts, f"/{path}: no receipt"
+    unlinked = page.evaluate("""() => Array.from(document.querySelectorAll('.ref[data-source]'))
+        .filter(el => /:\\d+$/.test(el.dataset.source) && !(el.tagName === 'A' && /#L\\d+$/.test(el.href)))
+        .map(el => el.dataset.source)""")
+    assert not unlinked, f"/{path}: receipts with a line that do not link to it: {unlinked[:5]}"
     first = receipts[0]
     first.scroll_into_view_if_needed()
     before = page.evaluate(TOOLTIP_PROBE, first)
@@ -229,8 +236,17 @@ def test_receipt_source_shows_on_hover_and_on_keyboard_focus(new_page, site_dir,
 
     first.hover()
     shown = page.evaluate(TOOLTIP_PROBE, first)
-    assert shown["visible"], f"/{path}: hovering the value does not show its source ({shown})"
+    assert shown["visible"] and shown["role"] == "tooltip", f"/{path}: hovering the value does not show its source ({shown})"
+    assert shown["near"], f"/{path}: the source shows away from its value ({shown})"
     assert re.search(r"Recorded at \S+:\d+|Computed from \S+", shown["text"]), shown["text"]
+    assert shown["text"] == shown["expected"], shown
+    # the pointer may move onto the tip without losing it (WCAG 1.4.13), Escape dismisses it
+    page.hover("#ref-tip")
+    assert page.evaluate(TOOLTIP_PROBE, first)["visible"], "the source goes when the pointer moves onto it"
+    page.keyboard.press("Escape")
+    assert not page.evaluate(TOOLTIP_PROBE, first)["visible"], "Escape does not dismiss the source"
+    first.hover()
+    assert page.evaluate(TOOLTIP_PROBE, first)["visible"]
 
     # Keyboard only from here: move the mouse away, then Tab through the page to a receipt.
     page.mouse.move(1, 1)
@@ -246,7 +262,11 @@ def test_receipt_source_shows_on_hover_and_on_keyboard_focus(new_page, site_dir,
     assert reached is not None, f"/{path}: pressing Tab never reaches a receipt ({len(receipts)} on the page)"
     shown = page.evaluate(TOOLTIP_PROBE, reached)
     assert shown["visible"], f"/{path}: keyboard focus does not show the source ({shown})"
-    assert shown["text"], "the receipt's tooltip is empty"
+    assert shown["text"] == shown["expected"], shown
+    page.keyboard.press("Tab")
+    assert not page.evaluate(TOOLTIP_PROBE, reached)["visible"], "the source stays up after focus moves on"
+    # one tip at a time, so the page holds one role=tooltip element however many values it shows
+    assert page.evaluate("document.querySelectorAll('[role=tooltip]').length") == 1
     assert not visit.console_errors, visit.console_errors
     page.close()
 
