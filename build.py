@@ -51,7 +51,7 @@ def cmd_build(args) -> int:
         print(f"build ok: up to date, nothing changed since the last build into {out}")
         return 0
     from site_src.site import build
-    return _report(build(args.root, out, incremental=not args.clean), "build", out)
+    return _report(build(args.root, out, incremental=not args.clean, known_stale=not args.clean), "build", out)
 
 
 def cmd_check(args) -> int:

@@ -41,7 +41,8 @@ def collect(root: Path, incremental: bool = False) -> BuildResult:
     return publish(bundled)
 
 
-def build(root: Path, out: Path | None = None, keep: bool = True, incremental: bool = True) -> BuildResult:
+def build(root: Path, out: Path | None = None, keep: bool = True, incremental: bool = True,
+          known_stale: bool = False) -> BuildResult:
     """Build into a fresh build folder beside `out`; on success point `out` at it with one rename,
     else leave `out` as it was (see site_src/paths.py for what may be written where).
 
@@ -57,7 +58,7 @@ def build(root: Path, out: Path | None = None, keep: bool = True, incremental: b
         errors.add(BuildError(folder.refusal(), "--out"))
         return BuildResult(errors)
     incremental = incremental and keep
-    if incremental:
+    if incremental and not known_stale:   # known_stale: the caller has just asked up_to_date
         same = up_to_date(root, folder.out)
         if same is not None:
             return BuildResult(Errors(), same, note="up to date: nothing changed")

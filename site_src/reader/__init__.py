@@ -9,7 +9,8 @@ The generator calls four things, each a thin call site:
 - `page_extras(...)` per content page: template context (`og`, `cite`) and extra files;
 - `add_permalinks(html)` on each page body;
 - `provenance_page(...)` per content page: every value it shows, on a page of its own;
-- `index_search(folder)` on the written output, before it is swapped into place.
+- `Indexing(folder)` once the pages are written (`search_reads(rel)` names them), finished before
+  the output is swapped into place (`index_search(folder)` does both).
 """
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from .facts import Facts, site_facts
 from .permalinks import add_permalinks
 from .preview import og_context
 from .provenance import NAME as PROVENANCE_PAGE, provenance_page
-from .search import SearchError, index_search
+from .search import Indexing, SearchError, index_search
+from .search import indexed as search_reads
 
-__all__ = ["Facts", "site_facts", "page_extras", "add_permalinks", "index_search", "SearchError",
+__all__ = ["Facts", "site_facts", "page_extras", "add_permalinks", "index_search", "Indexing", "search_reads", "SearchError",
            "provenance_page"]
 
 

@@ -17,8 +17,8 @@ from ..sources import CopiedFile
 from .model import BuildResult
 
 
-def write_tree(files: dict, target: Path) -> None:
-    for rel in sorted(files):
+def write_tree(files: dict, target: Path, names=None) -> None:
+    for rel in sorted(files) if names is None else names:
         path = target / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         data = files[rel]
@@ -37,19 +37,30 @@ def _verify_bundles(target: Path, result: BuildResult) -> None:
             result.errors.add(BuildError(f"published bundle check failed: {exc}", out_path))
 
 
-def _index_search(target: Path, result: BuildResult) -> None:
-    """Offline search over the written pages (site_src/reader/search.py), before the swap."""
+def _write_checked(result: BuildResult, target: Path) -> None:
+    """Write the pages Pagefind reads, start it on them (site_src/reader/search.py), write and check
+    everything else meanwhile, then wait for the index: all before the swap."""
+    names = sorted(result.files)
+    pages = [rel for rel in names if reader.search_reads(rel)]
+    write_tree(result.files, target, pages)
+    indexing = None
     if result.ok:
         try:
-            reader.index_search(target)
+            indexing = reader.Indexing(target)
         except reader.SearchError as exc:
             result.errors.add(BuildError(str(exc)))
-
-
-def _write_checked(result: BuildResult, target: Path) -> None:
-    write_tree(result.files, target)
-    _verify_bundles(target, result)
-    _index_search(target, result)
+    try:
+        write_tree(result.files, target, [rel for rel in names if not reader.search_reads(rel)])
+        _verify_bundles(target, result)
+    except BaseException:
+        if indexing is not None:
+            indexing.abandon()
+        raise
+    if indexing is not None:
+        try:
+            indexing.finish()
+        except reader.SearchError as exc:
+            result.errors.add(BuildError(str(exc)))
 
 
 def check_in_temporary(result: BuildResult) -> BuildResult:
