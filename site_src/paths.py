@@ -189,6 +189,13 @@ class OutputFolder:
                               capture_output=True, timeout=GIT_TIMEOUT_S)
         return done.returncode != 0 or bool(done.stdout)
 
+    def live(self) -> Path | None:
+        """The build folder the output path shows now (None when it shows none)."""
+        if not os.path.islink(self.out):
+            return None
+        target = Path(os.path.realpath(self.out))
+        return target if target.parent == Path(os.path.realpath(self.builds)) and _is_stamped(target) else None
+
     # -- writing a build
     def new_build(self) -> Path:
         """A fresh, stamped, 0755 build folder; raises OSError when it cannot be made."""

@@ -3,6 +3,7 @@ published bundle hashes are checked against the written files, the search index 
 only then is the output path pointed at the new folder by one rename (site_src/paths.py)."""
 from __future__ import annotations
 
+import filecmp
 import os
 import shutil
 import tempfile
@@ -17,15 +18,36 @@ from ..sources import CopiedFile
 from .model import BuildResult
 
 
-def write_tree(files: dict, target: Path, names=None) -> None:
+def write_tree(files: dict, target: Path, names=None, previous: Path | None = None) -> None:
+    """Write `files` (or the `names` among them) under `target`. A file whose bytes equal the same
+    file of the `previous` build folder is hard-linked to it instead: most of a rebuild's output
+    (the bundles' zips, the fixtures' copies) is unchanged, and writing it again was most of the
+    time an edit waited for."""
     for rel in sorted(files) if names is None else names:
         path = target / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         data = files[rel]
+        if previous is not None and _same_as(previous / rel, data, previous):
+            try:
+                os.link(previous / rel, path)
+                continue
+            except OSError:
+                pass   # a file system without hard links: write it
         if isinstance(data, CopiedFile):
             shutil.copyfile(data.path, path)
         else:
             path.write_bytes(data)
+
+
+def _same_as(old: Path, data, previous: Path) -> bool:
+    try:
+        if not old.is_file() or not os.path.realpath(old).startswith(os.path.realpath(previous) + os.sep):
+            return False   # a link planted in the old build is never followed out of it
+        if isinstance(data, CopiedFile):
+            return old.stat().st_size == data.path.stat().st_size and filecmp.cmp(old, data.path, shallow=False)
+        return old.stat().st_size == len(data) and old.read_bytes() == data
+    except OSError:
+        return False
 
 
 def _verify_bundles(target: Path, result: BuildResult) -> None:
@@ -37,12 +59,12 @@ def _verify_bundles(target: Path, result: BuildResult) -> None:
             result.errors.add(BuildError(f"published bundle check failed: {exc}", out_path))
 
 
-def _write_checked(result: BuildResult, target: Path) -> None:
+def _write_checked(result: BuildResult, target: Path, previous: Path | None = None) -> None:
     """Write the pages Pagefind reads, start it on them (site_src/reader/search.py), write and check
     everything else meanwhile, then wait for the index: all before the swap."""
     names = sorted(result.files)
     pages = [rel for rel in names if reader.search_reads(rel)]
-    write_tree(result.files, target, pages)
+    write_tree(result.files, target, pages, previous)
     indexing = None
     if result.ok:
         try:
@@ -50,7 +72,7 @@ def _write_checked(result: BuildResult, target: Path) -> None:
         except reader.SearchError as exc:
             result.errors.add(BuildError(str(exc)))
     try:
-        write_tree(result.files, target, [rel for rel in names if not reader.search_reads(rel)])
+        write_tree(result.files, target, [rel for rel in names if not reader.search_reads(rel)], previous)
         _verify_bundles(target, result)
     except BaseException:
         if indexing is not None:
@@ -82,7 +104,7 @@ def write_and_swap(result: BuildResult, folder: OutputFolder, incremental: bool 
             staging = folder.new_build()
             swapped = False
             try:
-                _write_checked(result, staging)
+                _write_checked(result, staging, folder.live())
                 if result.ok:
                     folder.swap(staging)
                     swapped = True
