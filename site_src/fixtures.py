@@ -115,6 +115,7 @@ class Rows:
     def __init__(self, path: Path, rel: str):
         self.path, self.rel = path, rel
         self._kept: list[dict] | None = None
+        self._remembered: dict = {}
         self.line_count = 0
         has_row = False
         with open(path, "rb") as handle:
@@ -132,6 +133,25 @@ class Rows:
         else:
             for row in self._kept:
                 yield dict(row)
+
+    def remember(self, key, compute):
+        """`compute()`, once per build for each `key` (an aggregate's stages): the rows do not change
+        within a build, so neither does what is computed from them. A refusal is remembered too."""
+        if key not in self._remembered:
+            try:
+                self._remembered[key] = (True, compute())
+            except FixtureProblem as exc:
+                self._remembered[key] = (False, exc)
+        ok, value = self._remembered[key]
+        if not ok:
+            raise value
+        return value
+
+    def all_rows(self) -> list[dict]:
+        """Every row, parsed once and shared: for readers that only read (the figures)."""
+        if self._kept is None and self.path.stat().st_size <= KEEP_BYTES:
+            self._kept = list(self._parse())
+        return self._kept if self._kept is not None else list(self._parse())
 
     def _parse(self):
         with open(self.path, "rb") as handle:

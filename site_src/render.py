@@ -345,6 +345,7 @@ class PageRenderer:
             receipt_html=lambda resolved, text: str(self.receipt(resolved, text)),
             cache_dir=self.root / ".cache" / "figures",
             asset_prefix=self.prefix + "assets/",
+            read_rows=self.resolver.rows,
         )
         try:
             rendered = render_figure(spec["kind"], spec, ctx)

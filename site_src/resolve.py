@@ -79,6 +79,15 @@ class Resolver:
         self.used.setdefault(rel, False)
         return path
 
+    def rows(self, file: str) -> list[dict]:
+        """Every row of a JSONL fixture (for figures; shared and read-only); records it as used."""
+        path, rel = self.locate(file)
+        self.used.setdefault(rel, False)
+        fixture = self.cache.get(path, rel)
+        if not isinstance(fixture, Rows):
+            raise FixtureProblem("is not a JSONL file of rows", rel)
+        return fixture.all_rows()
+
     def href(self, rel: str, line: int | None) -> str:
         """Site-root-relative URL of the published fixture (its line view when there is a line)."""
         if rel.startswith("../"):
@@ -213,25 +222,36 @@ class Resolver:
         return Resolved(number.value, fx.rel, ref.line, ref.text, self.href(fx.rel, ref.line))
 
     def _compute(self, ref: Ref, rel: str, base: Resolved, rows) -> Resolved:
-        picked = filter_rows(rel, rows, ref.where)
         context = "match " + " and ".join(c.text() for c in ref.where) if ref.where else "in the source"
         origin = " ".join(([f"line {ref.line}"] if ref.line else []) + ([f"key {ref.key_text}"] if ref.key else []))
         lead = (origin,) if origin else ()
         expression = " | ".join(lead + ref.stages)
         href = base.href or self.href(rel, None)
+        if isinstance(rows, Rows):   # a whole JSONL file: pages of one site ask the same aggregates again
+            key = (tuple(c.text() for c in ref.where), ref.group, ref.aggregate.text())
+            values = rows.remember(key, lambda: _aggregate_values(rel, rows, ref, context))
+        else:
+            values = _aggregate_values(rel, rows, ref, context)
         if ref.group is None:
-            value = aggregate(rel, picked, ref.aggregate, context)
-            return Resolved(value, rel, None, expression, href, ref.spec, ref.minus)
+            return Resolved(values, rel, None, expression, href, ref.spec, ref.minus)
         items = []
-        agg = ref.aggregate
-        keep = tuple(f for f in (agg.field, agg.condition.field if agg.condition else None) if f)
-        for group_value, group in group_rows(rel, picked, ref.group, keep):
-            value = aggregate(rel, group, ref.aggregate, context)
+        for group_value, value in values:
             where = " | ".join(lead + tuple(f"where {c.text()}" for c in ref.where)
                                + (f"where {ref.group} == {group_value}", ref.aggregate.text()))
             items.append((group_value, Resolved(value, rel, None, where, href, ref.spec, ref.minus)))
         return Resolved({str(k): r.value for k, r in items}, rel, None, expression, href, ref.spec, ref.minus,
                         tuple(items))
+
+
+def _aggregate_values(rel: str, rows, ref: Ref, context: str):
+    """The value of a reference's aggregate stages over `rows`: one value, or [(group, value)]."""
+    picked = filter_rows(rel, rows, ref.where)
+    if ref.group is None:
+        return aggregate(rel, picked, ref.aggregate, context)
+    agg = ref.aggregate
+    keep = tuple(f for f in (agg.field, agg.condition.field if agg.condition else None) if f)
+    return [(group_value, aggregate(rel, group, agg, context))
+            for group_value, group in group_rows(rel, picked, ref.group, keep)]
 
 
 def _with_format(resolved: Resolved, ref: Ref) -> Resolved:

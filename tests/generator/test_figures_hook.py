@@ -17,6 +17,7 @@ class FakeContext:
     receipt_html: Callable
     cache_dir: Path
     asset_prefix: str
+    read_rows: Callable = None
 
 
 @dataclass
