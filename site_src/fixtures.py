@@ -7,6 +7,8 @@ become rows, each remembering its line.
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,11 +149,13 @@ class Rows:
             raise value
         return value
 
-    def all_rows(self) -> list[dict]:
-        """Every row, parsed once and shared: for readers that only read (the figures)."""
+    def all_rows(self, required: tuple = ()) -> list[dict]:
+        """Every row, parsed once and shared, for readers that only read (the figures); each row
+        must hold the `required` fields as finite values (checked once per build)."""
         if self._kept is None and self.path.stat().st_size <= KEEP_BYTES:
             self._kept = list(self._parse())
-        return self._kept if self._kept is not None else list(self._parse())
+        rows = self._kept if self._kept is not None else list(self._parse())
+        return self.remember(("rows", required), lambda: _holding(rows, required, self.rel))
 
     def _parse(self):
         with open(self.path, "rb") as handle:
@@ -177,6 +181,17 @@ class Rows:
                 if number == line:
                     return self._row(raw, number) if raw.strip() else None
         return None
+
+
+def _holding(rows: list[dict], required: tuple, rel: str) -> list[dict]:
+    for row in rows:
+        for name in required:
+            if name not in row:
+                raise FixtureProblem(f"row lacks the field {name!r}", f"{rel}:{row['_line']}")
+            value = row[name]
+            if isinstance(value, float) and not math.isfinite(value):
+                raise FixtureProblem(f"field {name!r} is {value!r}, not a finite number", f"{rel}:{row['_line']}")
+    return rows
 
 
 def load(path: Path, rel: str):

@@ -79,14 +79,15 @@ class Resolver:
         self.used.setdefault(rel, False)
         return path
 
-    def rows(self, file: str) -> list[dict]:
-        """Every row of a JSONL fixture (for figures; shared and read-only); records it as used."""
+    def rows(self, file: str, required: tuple = ()) -> list[dict]:
+        """Every row of a JSONL fixture, each holding the `required` fields (for figures; shared and
+        read-only); records the file as used."""
         path, rel = self.locate(file)
         self.used.setdefault(rel, False)
         fixture = self.cache.get(path, rel)
         if not isinstance(fixture, Rows):
             raise FixtureProblem("is not a JSONL file of rows", rel)
-        return fixture.all_rows()
+        return fixture.all_rows(tuple(required))
 
     def href(self, rel: str, line: int | None) -> str:
         """Site-root-relative URL of the published fixture (its line view when there is a line)."""

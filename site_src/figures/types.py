@@ -23,9 +23,9 @@ class FigureContext:
     receipt_html: Callable[[Resolved, str], str]
     cache_dir: Path
     asset_prefix: str
-    # name -> the rows of a JSONL fixture, shared and read-only (the generator's own fixture cache,
-    # so a file that pages aggregate over is parsed once); None: figures read the file themselves
-    read_rows: Callable[[str], list[dict]] | None = None
+    # (name, required fields) -> the rows of a JSONL fixture, shared and read-only (the generator's
+    # own fixture cache, so a file pages aggregate over is parsed once); None: figures read it themselves
+    read_rows: Callable[[str, tuple], list[dict]] | None = None
 
 
 @dataclass
