@@ -2,6 +2,8 @@
 
     load_site -> number_figures -> render_pages -> build_bundles -> publish -> write_and_swap
 
+(build_bundles' work is started before render_pages and collected after it.)
+
 (An incremental build, site_src/incremental.py, stops before the stages when nothing changed, and
 replays unchanged pages from its page cache inside stage 3.)
 
@@ -17,7 +19,7 @@ from pathlib import Path
 from .errors import BuildError, Errors, internal_error
 from .incremental import up_to_date
 from .paths import OutputFolder
-from .stages.bundle import build_bundles
+from .stages.bundle import build_bundles, start_bundles
 from .stages.load import load_site
 from .stages.model import BuildResult
 from .stages.number import number_figures
@@ -36,8 +38,9 @@ def collect(root: Path, incremental: bool = False) -> BuildResult:
     if site is None:
         return BuildResult(errors)
     numbered = number_figures(site, incremental)
+    started = start_bundles(numbered)   # stage 4's checks run beside stage 3 (subprocesses)
     rendered = render_pages(numbered)
-    bundled = build_bundles(rendered)
+    bundled = build_bundles(rendered, started)
     return publish(bundled)
 
 
