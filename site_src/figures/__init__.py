@@ -11,7 +11,7 @@ from importlib import import_module
 from ..schema import FIGURE_ID
 from .assemble import assemble
 from .data import options, spec_id
-from .runtime import figure_assets, figure_head_html
+from .runtime import figure_assets, figure_head_html, prefetch_runtime
 from .types import FigureContext, FigureError, RenderedFigure
 
 # Each kind is the module site_src/figures/<kind>.py with build(spec, ctx) -> FigureParts. They are
@@ -20,7 +20,7 @@ from .types import FigureContext, FigureError, RenderedFigure
 KINDS = ("rank_scatter", "rho_bars", "patch_picker", "top_lists", "lens_curve", "margin_distribution", "heatmap")
 
 __all__ = ["FigureContext", "FigureError", "RenderedFigure", "render_figure", "figure_assets",
-           "figure_head_html", "KINDS"]
+           "figure_head_html", "prefetch_runtime", "KINDS"]
 
 
 def render_figure(kind: str, spec: dict, ctx: FigureContext) -> RenderedFigure:

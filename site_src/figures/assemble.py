@@ -25,14 +25,17 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
     out = [f'<div class="fig" id="{dom_id}-body" data-figure-kind="{escape(kind)}" data-figure-id="{escape(figure_id)}"'
            f' data-figure-marks="{parts.marks}">']
     if parts.chart is not None:
-        specs, svgs = {}, {}
+        vls = []
         for theme in THEMES:
             chart = parts.chart(PALETTES[theme])
             vl = chart.to_dict()
             vl["datasets"] = {**vl.get("datasets", {}), **parts.datasets}
             vl["config"] = _merge(vega_config(PALETTES[theme]), vl.get("config", {}))
             vl["description"] = parts.alt
-            specs[theme], svgs[theme] = render.compile_and_render(vl, ctx.cache_dir)
+            vls.append(vl)
+        drawn = dict(zip(THEMES, render.draw_all(vls, ctx.cache_dir)))   # light here, dark beside it
+        specs = {theme: vg for theme, (vg, _) in drawn.items()}
+        svgs = {theme: svg for theme, (_, svg) in drawn.items()}
         out.append(_controls(dom_id, parts))
         out.append(f'<div class="fig-static" role="img" aria-label="{escape(parts.alt)}">')
         # one SVG whose colours follow the theme (site_src/figures/themed.py); both if that fails

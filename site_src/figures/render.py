@@ -15,6 +15,8 @@ import vl_convert
 
 from safe_io import write_atomic
 
+from . import worker
+
 from .theme import FONT
 
 VL_VERSION = "6.4"
@@ -37,20 +39,41 @@ def spec_key(vl_spec: dict) -> str:
 
 def compile_and_render(vl_spec: dict, cache_dir: Path) -> tuple[dict, str]:
     """(Vega spec, SVG text) for a Vega-Lite spec; from the cache when its hash is known."""
-    vl_spec = {k: v for k, v in vl_spec.items() if k != "$schema"}
-    key = spec_key(vl_spec)
+    return draw_all([vl_spec], cache_dir)[0]
+
+
+def draw_all(vl_specs: list[dict], cache_dir: Path) -> list[tuple[dict, str]]:
+    """(Vega spec, SVG text) of each Vega-Lite spec, from the cache when its hash is known. Of the
+    specs not cached, all but the first are handed to the second vl-convert process
+    (site_src/figures/worker.py) while this one draws the first: the same calls, on two cores."""
     cache_dir = Path(cache_dir)
-    vg_path, svg_path = cache_dir / f"{key}.vg.json", cache_dir / f"{key}.svg"
-    if vg_path.is_file() and svg_path.is_file():
-        return json.loads(vg_path.read_text("utf-8")), svg_path.read_text("utf-8")
+    out: list = [None] * len(vl_specs)
+    todo = []
+    for i, vl_spec in enumerate(vl_specs):
+        vl_spec = {k: v for k, v in vl_spec.items() if k != "$schema"}
+        key = spec_key(vl_spec)
+        vg_path, svg_path = cache_dir / f"{key}.vg.json", cache_dir / f"{key}.svg"
+        if vg_path.is_file() and svg_path.is_file():
+            out[i] = json.loads(vg_path.read_text("utf-8")), svg_path.read_text("utf-8")
+        else:
+            todo.append((i, vl_spec, vg_path, svg_path))
+    handed = {i: worker.submit("draw", spec=vl_spec, vl_version=VL_VERSION) for i, vl_spec, _, _ in todo[1:]}
+    for i, vl_spec, vg_path, svg_path in todo:
+        drawn = worker.result(handed.get(i))
+        vg_spec, raw_svg = (drawn["vega"], drawn["svg"]) if drawn is not None else _draw(vl_spec)
+        svg = canonical_ids(raw_svg)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        # builds may run side by side (serve + build): never leave a half-written cache entry
+        write_atomic(vg_path, json.dumps(vg_spec, sort_keys=True, separators=(",", ":")))
+        write_atomic(svg_path, svg)
+        out[i] = vg_spec, svg
+    return out
+
+
+def _draw(vl_spec: dict) -> tuple[dict, str]:
     vg_spec = vl_convert.vegalite_to_vega(vl_spec, vl_version=VL_VERSION)
     vg_spec.pop("$schema", None)
-    svg = canonical_ids(vl_convert.vega_to_svg(vg_spec, allowed_base_urls=[]))
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    # builds may run side by side (serve + build): never leave a half-written cache entry
-    write_atomic(vg_path, json.dumps(vg_spec, sort_keys=True, separators=(",", ":")))
-    write_atomic(svg_path, svg)
-    return vg_spec, svg
+    return vg_spec, vl_convert.vega_to_svg(vg_spec, allowed_base_urls=[])
 
 
 _FONT_ATTR = FONT  # as vl-convert writes it in each <text> (single quotes kept)

@@ -16,6 +16,7 @@ import vl_convert
 
 from safe_io import write_atomic
 
+from . import worker
 from .render import VL_VERSION
 
 RUNTIME = "vega-runtime.js"
@@ -49,11 +50,28 @@ def _static(name: str) -> bytes:
     return resources.files(__package__).joinpath("static", name).read_bytes()
 
 
+def _cache_path(cache_dir: Path) -> Path:
+    key = hashlib.sha256(f"{vl_convert.__version__}|{VL_VERSION}|{_SNIPPET}".encode()).hexdigest()[:16]
+    return Path(cache_dir) / f"runtime-{key}.js"
+
+
+_prefetched: dict = {}
+
+
+def prefetch_runtime(cache_dir: Path) -> None:
+    """Start bundling the runtime in the second vl-convert process (site_src/figures/worker.py)
+    when it is not cached: a build calls this as soon as it knows the site has figures, and
+    `figure_assets` collects it at the end."""
+    if not _cache_path(cache_dir).is_file() and "bundle" not in _prefetched:
+        future = worker.submit("bundle", snippet=_SNIPPET, vl_version=VL_VERSION)
+        if future is not None:
+            _prefetched["bundle"] = future
+
+
 def _runtime(cache_dir: Path | None) -> bytes:
     if cache_dir is None:
         return _bundle()
-    key = hashlib.sha256(f"{vl_convert.__version__}|{VL_VERSION}|{_SNIPPET}".encode()).hexdigest()[:16]
-    path = cache_dir / f"runtime-{key}.js"
+    path = _cache_path(cache_dir)
     if path.is_file():
         return path.read_bytes()
     data = _bundle()
@@ -63,4 +81,7 @@ def _runtime(cache_dir: Path | None) -> bytes:
 
 @lru_cache(maxsize=1)
 def _bundle() -> bytes:
-    return vl_convert.javascript_bundle(snippet=_SNIPPET, vl_version=VL_VERSION).encode("utf-8")
+    text = worker.result(_prefetched.pop("bundle", None))
+    if text is None:
+        text = vl_convert.javascript_bundle(snippet=_SNIPPET, vl_version=VL_VERSION)
+    return text.encode("utf-8")

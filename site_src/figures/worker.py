@@ -1,0 +1,118 @@
+"""A second process for vl-convert, so that figures render on two cores.
+
+vl-convert runs every call of a process on one JavaScript worker, one call at a time, so calls
+from threads of one process do not overlap. A cold build spends most of its time there (each
+figure is drawn twice, light and dark, and the Vega runtime is bundled once). `submit` hands a
+call to a second process (site_src/figures/worker_loop.py, started on first use and kept for the
+life of this one), and returns a Future. If that process cannot start or fails, the Future
+fails and the caller makes the call itself: the worker changes when output is made, never what.
+"""
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+
+import vl_convert
+
+LOOP = Path(__file__).with_name("worker_loop.py")
+
+
+class WorkerError(RuntimeError):
+    pass
+
+
+class Worker:
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, "-I", str(LOOP)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
+        self.pending: dict[int, Future] = {}
+        self.ids = itertools.count()
+        self.lock = threading.Lock()
+        threading.Thread(target=self._read, name="figure-worker", daemon=True).start()
+        self.version = self.submit("version")   # checked before a drawing is trusted
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def submit(self, op: str, **args) -> Future:
+        future: Future = Future()
+        with self.lock:
+            number = next(self.ids)
+            self.pending[number] = future
+            try:
+                self.proc.stdin.write(json.dumps({"id": number, "op": op, **args}) + "\n")
+                self.proc.stdin.flush()
+            except (OSError, ValueError) as exc:
+                self.pending.pop(number, None)
+                future.set_exception(WorkerError(f"the figure worker is gone: {exc}"))
+        return future
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            reply = json.loads(line)
+            with self.lock:
+                future = self.pending.pop(reply["id"], None)
+            if future is not None:
+                if reply["ok"]:
+                    future.set_result(reply["result"])
+                else:
+                    future.set_exception(WorkerError(reply["error"]))
+        with self.lock:   # the process ended: nothing more will come
+            left, self.pending = list(self.pending.values()), {}
+        for future in left:
+            future.set_exception(WorkerError("the figure worker stopped"))
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+
+
+_shared: Worker | None = None
+_shared_lock = threading.Lock()
+
+
+def shared() -> Worker | None:
+    """The worker of this process (started on first use, started again if it died); None when
+    it cannot start."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or not _shared.alive():
+            try:
+                _shared = Worker()
+            except OSError:
+                return None
+            atexit.register(_shared.close)
+        return _shared
+
+
+def submit(op: str, **args) -> Future | None:
+    """Hand one vl-convert call to the worker; None when there is none (then make it here)."""
+    worker = shared()
+    if worker is None:
+        return None
+    future = worker.submit(op, **args)
+    future.worker_version = worker.version
+    return future
+
+
+def result(future: Future | None, timeout: float = 300):
+    """The worker's answer, or None when it has none (then make the call here). An answer from a
+    worker with another vl-convert than this process is refused: the output must not depend on
+    which process drew it."""
+    if future is None:
+        return None
+    try:
+        if future.worker_version.result(timeout=timeout) != vl_convert.__version__:
+            return None
+        return future.result(timeout=timeout)
+    except Exception:  # WorkerError, a timeout: the caller draws it itself
+        return None
