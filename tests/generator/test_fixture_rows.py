@@ -31,3 +31,35 @@ def test_large_file_streams_every_time(tmp_path, monkeypatch):
     assert len(list(rows)) == 5
     _write(path, 3)  # nothing kept: the next pass reads the file again
     assert len(list(rows)) == 3
+
+
+def test_an_aggregate_is_computed_once_per_build_and_so_is_its_refusal(tmp_path, monkeypatch):
+    """Pages of one build asking the same aggregate share one pass over the rows (the resolvers
+    share the build's FixtureCache); a refused aggregate is refused for every page that asks."""
+    import pytest
+
+    from site_src.errors import FixtureProblem
+    from site_src.resolve import Resolver
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "rows.jsonl").write_text("".join(json.dumps({"i": i, "x": "text" if i == 2 else i}) + "\n"
+                                             for i in range(5)))
+    import subprocess
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "rows.jsonl"], check=True)
+    passes = []
+    plain_iter = Rows.__iter__
+    monkeypatch.setattr(Rows, "__iter__", lambda self: (passes.append(1), plain_iter(self))[1])
+    cache = fixtures.FixtureCache()
+    first, second = Resolver(root, None, cache), Resolver(root, None, cache)
+    assert first.resolve("rows.jsonl | mean i").value == 2
+    assert second.resolve("rows.jsonl | mean i | fmt .2f").value == 2
+    assert len(passes) == 1
+    assert second.resolve("rows.jsonl | where i > 0 | mean i").value == 2.5 and len(passes) == 2
+    assert Resolver(root, None, fixtures.FixtureCache()).resolve("rows.jsonl | mean i").value == 2 and len(passes) == 3
+    with pytest.raises(FixtureProblem, match="is not a number") as one:
+        first.resolve("rows.jsonl | where i < 3 | mean x")
+    with pytest.raises(FixtureProblem, match="is not a number") as two:
+        second.resolve("rows.jsonl | where i < 3 | mean x")
+    assert one.value.fixture == two.value.fixture

@@ -195,3 +195,26 @@ def test_a_figure_id_clash_with_a_reused_page_is_still_an_error(clone, tmp_path)
         page.write_text(original)
     assert not result.ok
     assert any("is already used at content/index.md" in line for line in result.errors.lines()), result.errors.lines()
+
+
+def test_a_rebuild_links_what_it_did_not_change_and_never_follows_a_planted_link(clone, tmp_path):
+    """Unchanged output files (a study's zip, the fixtures' copies) are hard links to the previous
+    build's, changed ones are written anew, and a link planted in the live site is not followed."""
+    import os
+
+    out = tmp_path / "public"
+    assert build(clone, out).ok
+    zip_before = os.stat(out / "bundles/organism.zip").st_ino
+    page_before = os.stat(out / "interpreting-results-honestly/index.html").st_ino
+    outside = tmp_path / "outside.zip"
+    outside.write_bytes((out / "bundles/planted.zip").read_bytes())   # the same bytes, elsewhere
+    (out / "bundles/planted.zip").unlink()
+    os.symlink(outside, out / "bundles/planted.zip")
+    edit(clone, "content/interpreting-results-honestly.md", "\n## ", "\nA sentence for the link test.\n\n## ")
+    result = build(clone, out)
+    assert result.ok, "\n".join(result.errors.lines())
+    assert os.stat(out / "bundles/organism.zip").st_ino == zip_before
+    assert os.stat(out / "interpreting-results-honestly/index.html").st_ino != page_before
+    planted = out / "bundles/planted.zip"
+    assert not planted.is_symlink() and os.stat(planted).st_ino != os.stat(outside).st_ino
+    assert planted.read_bytes() == outside.read_bytes()
