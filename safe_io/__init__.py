@@ -4,7 +4,8 @@
 - `write_atomic(path, data)`: a file is replaced whole or not at all.
 - `replace_dir(staged, target)`: a folder is replaced whole or not at all.
 - `staging_dir(target)`: a fresh folder beside `target` to build the replacement in.
-- `git_state(root)`: the HEAD commit and whether the tree is dirty.
+- `git_state(root)`: the HEAD commit and whether the tree is dirty (asked once per root inside
+  `git_state_per_build()`).
 - `sha256_file(path)`: a file's sha256, read in blocks.
 """
 from __future__ import annotations
@@ -16,9 +17,10 @@ import os
 import shutil
 import subprocess
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["write_atomic", "replace_dir", "staging_dir", "git_state", "sha256_file"]
+__all__ = ["write_atomic", "replace_dir", "staging_dir", "git_state", "git_state_per_build", "sha256_file"]
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
@@ -107,15 +109,49 @@ def replace_dir(staged: Path, target: Path) -> None:
     shutil.rmtree(aside)
 
 
-def git_state(root: Path) -> tuple[str | None, bool]:
-    """(HEAD commit, whether tracked or untracked files differ from it); (None, False) outside git."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                              check=True, timeout=30).stdout.strip()
+_GIT_STATES: dict | None = None   # inside git_state_per_build(): root -> its answer
+
+
+@contextmanager
+def git_state_per_build():
+    """Inside this block `git_state(root)` asks git once per root, so every part of one build
+    names the same commit and pays one git process for it. Each block starts afresh (nested ones
+    share the outer one): `serve` builds in a new block each time and sees a new commit."""
+    global _GIT_STATES
+    outer = _GIT_STATES
+    if outer is None:
+        _GIT_STATES = {}
     try:
-        return git("rev-parse", "HEAD"), bool(git("status", "--porcelain"))
+        yield
+    finally:
+        if outer is None:
+            _GIT_STATES = None
+
+
+def git_state(root: Path) -> tuple[str | None, bool]:
+    """(HEAD commit, whether tracked or untracked files differ from it); (None, False) outside git
+    or before the first commit."""
+    if _GIT_STATES is None:
+        return _ask_git_state(root)
+    key = os.path.abspath(root)
+    if key not in _GIT_STATES:
+        _GIT_STATES[key] = _ask_git_state(root)
+    return _GIT_STATES[key]
+
+
+def _ask_git_state(root: Path) -> tuple[str | None, bool]:
+    # One `git status`: its header names HEAD ("(initial)" before the first commit), and every
+    # other line is a change `git status --porcelain` would list.
+    try:
+        out = subprocess.run(["git", "-C", str(root), "status", "--porcelain=v2", "--branch", "--no-ahead-behind"],
+                             capture_output=True, check=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return None, False
+    lines = out.decode("utf-8", "replace").splitlines()
+    head = next((line.split(" ", 2)[2] for line in lines if line.startswith("# branch.oid ")), "(initial)")
+    if head == "(initial)":
+        return None, False
+    return head, any(not line.startswith("# ") for line in lines)
 
 
 def sha256_file(path: Path) -> str:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from safe_io import git_state_per_build
+
 from .errors import BuildError, Errors, internal_error
 from .incremental import up_to_date
 from .paths import OutputFolder
@@ -47,6 +49,7 @@ def collect(root: Path, incremental: bool = False) -> BuildResult:
     return publish(bundled)
 
 
+@git_state_per_build()   # one HEAD and one `git status` per build, asked afresh by the next (serve)
 def build(root: Path, out: Path | None = None, keep: bool = True, incremental: bool = True,
           known_stale: bool = False) -> BuildResult:
     """Build into a fresh build folder beside `out`; on success point `out` at it with one rename,

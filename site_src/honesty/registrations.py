@@ -195,8 +195,10 @@ def check_frozen(reg: Registration, root: Path, history: History) -> Commit:
     first = history.first_commit(reg.rel)
     if first is None:
         raise BuildError("is not committed: commit the record alone, before the data it predicts", f"{reg.rel}:1")
-    then = history.content_at(first.sha, reg.rel)
     now = (root / reg.rel).read_bytes()
+    if history.holds(first.sha, reg.rel, now):
+        return first   # the same blob id: the same bytes, without asking git for them
+    then = history.content_at(first.sha, reg.rel)
     if then != now:
         line = _first_difference(then, now)
         raise BuildError(f"was edited after its freeze: at its first commit {first.short} ({first.date}) its sha256 "
@@ -250,12 +252,15 @@ def load_all(root: Path, resolver: Resolver, errors, history: History | None = N
         return []
     history = history or History(root)
     out = []
-    for path, rel in record_files(root, folder, lambda name: name.endswith(".yaml"),
-                                  "registrations/ holds records named <id>.yaml only", refusal, errors):
-        try:
-            out.append(verify(parse(load_record(path, rel)), root, history, resolver))
-        except BuildError as exc:
-            errors.add(exc)
-            if "shallow" in exc.message or "needs git" in exc.message or "not a git" in exc.message:
-                break  # one line says it all; the other records would repeat it
+    try:
+        for path, rel in record_files(root, folder, lambda name: name.endswith(".yaml"),
+                                      "registrations/ holds records named <id>.yaml only", refusal, errors):
+            try:
+                out.append(verify(parse(load_record(path, rel)), root, history, resolver))
+            except BuildError as exc:
+                errors.add(exc)
+                if "shallow" in exc.message or "needs git" in exc.message or "not a git" in exc.message:
+                    break  # one line says it all; the other records would repeat it
+    finally:
+        history.close()   # its hash-object process
     return out
