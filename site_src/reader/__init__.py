@@ -6,6 +6,7 @@ search (Pagefind, run on the finished output).
 The generator calls four things, each a thin call site:
 
 - `site_facts(root)` once per build: the commit and its date (`Facts`);
+- `start_preview(...)` per rendered page: its preview image starts drawing in a second process;
 - `page_extras(...)` per content page: template context (`og`, `cite`) and extra files;
 - `add_permalinks(html)` on each page body;
 - `provenance_page(...)` per content page: every value it shows, on a page of its own;
@@ -17,12 +18,12 @@ from __future__ import annotations
 from .cite import cite_context
 from .facts import Facts, site_facts
 from .permalinks import add_permalinks
-from .preview import og_context
+from .preview import og_context, start_preview
 from .provenance import NAME as PROVENANCE_PAGE, provenance_page
 from .search import Indexing, SearchError, index_search
 from .search import indexed as search_reads
 
-__all__ = ["Facts", "site_facts", "page_extras", "add_permalinks", "index_search", "Indexing", "search_reads", "SearchError",
+__all__ = ["Facts", "site_facts", "page_extras", "start_preview", "add_permalinks", "index_search", "Indexing", "search_reads", "SearchError",
            "provenance_page"]
 
 

@@ -6,6 +6,7 @@ rebuild that changes no figure renders none.
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -36,15 +37,41 @@ def main_figure_spec(body_html: str, files: dict, theme: str = "light") -> dict 
     return spec
 
 
-def render_png(spec: dict, cache_dir: Path) -> bytes:
+def _cache_path(spec: dict, cache_dir: Path) -> Path:
     import vl_convert  # only a page with a figure needs it
 
     text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
     key = hashlib.sha256(f"{vl_convert.__version__}|{PIPELINE}|{SCALE}|{text}".encode()).hexdigest()
-    path = Path(cache_dir) / f"{key}.png"
+    return Path(cache_dir) / f"{key}.png"
+
+
+_started: dict = {}
+
+
+def start_preview(body_html: str, page_files: dict, cache_dir: Path) -> None:
+    """Start drawing a page's preview in the second vl-convert process (site_src/figures/worker.py)
+    as soon as the page is rendered; `render_png` collects it when the page is published."""
+    spec = main_figure_spec(body_html, page_files)
+    if spec is None:
+        return
+    path = _cache_path(spec, cache_dir)
+    if path.is_file() or path in _started:
+        return
+    from site_src.figures import worker
+    future = worker.submit("png", spec=spec, scale=SCALE)
+    if future is not None:
+        _started[path] = future
+
+
+def render_png(spec: dict, cache_dir: Path) -> bytes:
+    import vl_convert
+
+    path = _cache_path(spec, cache_dir)
     if path.is_file():
         return path.read_bytes()
-    data = vl_convert.vega_to_png(spec, scale=SCALE, allowed_base_urls=[])
+    from site_src.figures import worker
+    drawn = worker.result(_started.pop(path, None))
+    data = base64.b64decode(drawn) if drawn is not None else vl_convert.vega_to_png(spec, scale=SCALE, allowed_base_urls=[])
     write_atomic(path, data)
     return data
 

@@ -2,6 +2,7 @@
 figures and math; the number rule runs over its prose. Errors are collected, never raised."""
 from __future__ import annotations
 
+from .. import reader
 from ..errors import internal_error
 from ..pages import PROSE_FIELDS
 from ..render import PageRenderer, check_prose
@@ -32,6 +33,7 @@ def render_pages(numbered: Numbered) -> RenderedSite:
             site.errors.add(internal_error(exc, page.where(renderer.line)))
             continue
         site.honesty.check_page(page, md, md_env, rendered)
+        reader.start_preview(rendered.html, rendered.files, site.root / ".cache" / "og")
         for rel, view in resolver.used.items():
             out.used[rel] = out.used.get(rel, False) or view
         out.files.update(rendered.files)
