@@ -4,8 +4,8 @@
 - `write_atomic(path, data)`: a file is replaced whole or not at all.
 - `replace_dir(staged, target)`: a folder is replaced whole or not at all.
 - `staging_dir(target)`: a fresh folder beside `target` to build the replacement in.
-- `git_state(root)`: the HEAD commit and whether the tree is dirty (asked once per root inside
-  `git_state_per_build()`).
+- `git_state(root)`: the HEAD commit and whether the tree is dirty; `git_changes(root)`: the paths
+  that differ (one `git status` for both, asked once per root inside `git_state_per_build()`).
 - `sha256_file(path)`: a file's sha256, read in blocks.
 """
 from __future__ import annotations
@@ -20,7 +20,8 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["write_atomic", "replace_dir", "staging_dir", "git_state", "git_state_per_build", "sha256_file"]
+__all__ = ["write_atomic", "replace_dir", "staging_dir", "git_state", "git_changes", "git_state_per_build",
+           "sha256_file"]
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
@@ -109,14 +110,15 @@ def replace_dir(staged: Path, target: Path) -> None:
     shutil.rmtree(aside)
 
 
-_GIT_STATES: dict | None = None   # inside git_state_per_build(): root -> its answer
+_GIT_STATES: dict | None = None   # inside git_state_per_build(): root -> its `git status`
 
 
 @contextmanager
 def git_state_per_build():
-    """Inside this block `git_state(root)` asks git once per root, so every part of one build
-    names the same commit and pays one git process for it. Each block starts afresh (nested ones
-    share the outer one): `serve` builds in a new block each time and sees a new commit."""
+    """Inside this block `git_state(root)` and `git_changes(root)` ask git once per root, so every
+    part of one build names the same commit and pays one git process for it. Each block starts
+    afresh (nested ones share the outer one): `serve` builds in a new block each time and sees a
+    new commit."""
     global _GIT_STATES
     outer = _GIT_STATES
     if outer is None:
@@ -131,27 +133,46 @@ def git_state_per_build():
 def git_state(root: Path) -> tuple[str | None, bool]:
     """(HEAD commit, whether tracked or untracked files differ from it); (None, False) outside git
     or before the first commit."""
+    head, changed = _status(root)
+    if head is None:
+        return None, False
+    return head, bool(changed)
+
+
+def git_changes(root: Path) -> frozenset | None:
+    """The paths `git status` lists, relative to the top of the work tree: changed against HEAD or
+    the index, untracked, unmerged, both sides of a staged rename. None outside git."""
+    return _status(root)[1]
+
+
+def _status(root: Path) -> tuple[str | None, frozenset | None]:
     if _GIT_STATES is None:
-        return _ask_git_state(root)
+        return _ask_status(root)
     key = os.path.abspath(root)
     if key not in _GIT_STATES:
-        _GIT_STATES[key] = _ask_git_state(root)
+        _GIT_STATES[key] = _ask_status(root)
     return _GIT_STATES[key]
 
 
-def _ask_git_state(root: Path) -> tuple[str | None, bool]:
+def _ask_status(root: Path) -> tuple[str | None, frozenset | None]:
     # One `git status`: its header names HEAD ("(initial)" before the first commit), and every
-    # other line is a change `git status --porcelain` would list.
+    # other entry is a change `git status --porcelain` would list.
     try:
-        out = subprocess.run(["git", "-C", str(root), "status", "--porcelain=v2", "--branch", "--no-ahead-behind"],
-                             capture_output=True, check=True, timeout=30).stdout
+        out = subprocess.run(["git", "-C", str(root), "status", "--porcelain=v2", "-z", "--branch",
+                              "--no-ahead-behind"], capture_output=True, check=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
-        return None, False
-    lines = out.decode("utf-8", "replace").splitlines()
-    head = next((line.split(" ", 2)[2] for line in lines if line.startswith("# branch.oid ")), "(initial)")
-    if head == "(initial)":
-        return None, False
-    return head, any(not line.startswith("# ") for line in lines)
+        return None, None
+    head, changed = None, set()
+    tokens = iter(out.decode("utf-8", "surrogateescape").split("\0"))
+    for token in tokens:
+        if token.startswith("# branch.oid "):
+            head = token.split(" ", 2)[2]
+        elif token[:2] in ("1 ", "2 ", "u ", "? ", "! "):
+            fields = {"1": 9, "2": 10, "u": 11}.get(token[0], 2)
+            changed.add(token.split(" ", fields - 1)[-1] if fields > 2 else token[2:])
+            if token[0] == "2":
+                changed.add(next(tokens))   # a rename's other path
+    return (None if head == "(initial)" else head), frozenset(changed)
 
 
 def sha256_file(path: Path) -> str:

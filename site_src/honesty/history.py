@@ -8,8 +8,8 @@ missing git or a shallow clone (whose history is cut off) is an error, never a g
 A build asks these questions dozens of times, so git is asked a fixed number of times instead:
 one `git log` of HEAD's whole history (every commit's date and parents, and what it changed
 against its parent), one `git diff-tree` for what each merge changed against each of its parents
-(none in a history without merges), and one `git hash-object` process that hashes the data files
-as they are now. The questions are then answered here the way git answers them: "the commits
+(none in a history without merges), the build's one `git status` (a data file it does not list
+holds HEAD's blob) and, only for data files it lists, one `git hash-object` process. The questions are then answered here the way git answers them: "the commits
 that touched PATH" walks the history as `git log -- PATH` does (its default history
 simplification, commits in committer-date order), so the oldest commit is the one that command
 lists last. tests/honesty/test_history.py compares every answer with git's own on repositories
@@ -22,6 +22,8 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from safe_io import git_changes
 
 from ..errors import BuildError
 
@@ -243,12 +245,30 @@ class History:
         return hashlib.new(algorithm, b"blob %d\0" % len(data) + data).hexdigest() == blob
 
     def blob_ids(self, rels: list[str]) -> dict[str, str]:
-        """git's blob id of each working-tree file, as it would be committed now (one hash-object
-        process for the whole build, fed a path at a time)."""
+        """git's blob id of each working-tree file, as it would be committed now.
+
+        A file `git status` does not list holds what HEAD holds, so its id is HEAD's (the status
+        is the build's own, safe_io.git_changes); any other file is hashed by one hash-object
+        process for the whole build, fed a path at a time."""
+        changed = git_changes(self.root)
         for rel in rels:
             if rel not in self._blob_ids:
-                self._blob_ids[rel] = self._hash(rel)
+                self._blob_ids[rel] = (changed is not None and self._head_blob(rel, changed)) or self._hash(rel)
         return {rel: self._blob_ids[rel] for rel in rels}
+
+    def _head_blob(self, rel: str, changed: frozenset) -> str | None:
+        # The newest commit `git log -- PATH` shows is joined to HEAD by commits that left PATH as
+        # it was, so its version of PATH is HEAD's.
+        path = self._prefix + rel
+        if path in changed or os.path.islink(self.root / rel):
+            return None
+        shown = self.shown(path)
+        if not shown:
+            return None
+        graph = self._graph()
+        parents = graph.parents[shown[0]]
+        mode, blob = graph.changes[(shown[0], parents[0] if parents else None)].get(path, ("", ""))
+        return blob if mode in ("100644", "100755") else None
 
     def _hash(self, rel: str) -> str:
         if self._hasher is None:

@@ -164,11 +164,31 @@ def test_the_bytes_at_a_commit_are_gits(tmp_path):
     assert history.holds(c["root"], "data/y.json", b"Y1\n") and not history.holds(c["root"], "data/y.json", b"Y2\n")
 
 
-def test_working_files_hash_as_git_hashes_them(tmp_path):
+def test_working_files_hash_as_git_hashes_them(tmp_path, monkeypatch):
     g, _c = _subtle_history(tmp_path / "r")
-    rels = ["data/x.json", "data/y.json", "reg/a.yaml"]
+    hashers = []
+    real = subprocess.Popen
+
+    class Counting(real):
+        def __init__(self, args, *rest, **options):
+            hashers.extend(["hash-object"] if "--stdin-paths" in args else [])   # History's, not this test's
+            super().__init__(args, *rest, **options)
+
+    monkeypatch.setattr(subprocess, "Popen", Counting)
+    clean = ["data/x.json", "data/z.json", "data/w.json", "reg/a.yaml"]   # w came with the merge
+    (g.root / "reg" / "a.yaml").touch()                               # a new mtime, the same bytes
     with History(g.root) as history:
-        assert history.blob_ids(rels) == {rel: g("hash-object", rel).strip() for rel in rels}
+        assert history.blob_ids(clean) == {rel: g("hash-object", rel).strip() for rel in clean}
+    assert hashers == []                                              # HEAD's blobs, nothing hashed
+    g.files({"data/v.json": "V9\n", "reg/b.yaml": "B9\n", "reg/new.yaml": "N\n", "data/ignored.json": "I\n",
+             ".gitignore": "data/ignored.json\n"})
+    g("add", "reg/b.yaml")                                            # staged only
+    g("mv", "reg/a.yaml", "reg/moved.yaml")                           # a staged rename
+    g.files({"reg/a.yaml": "A1\n"})                                   # and the old name back, untracked
+    dirty = ["data/y.json", "data/v.json", "reg/b.yaml", "reg/new.yaml", "data/ignored.json", "reg/moved.yaml",
+             "reg/a.yaml", ".gitignore"]
+    with History(g.root) as history:
+        assert history.blob_ids(dirty + clean) == {rel: g("hash-object", rel).strip() for rel in dirty + clean}
         with pytest.raises(BuildError) as caught:
             history.blob_ids(["data/missing.json"])
     assert caught.value.message.startswith("registrations/: git hash-object failed: fatal: could not open")
