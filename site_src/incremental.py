@@ -15,9 +15,10 @@ it only makes the next build a clean one):
   trust), the figure numbers it shows or links to, `content/site.yaml`, registrations/ and
   reproductions/, the commit, and the generator's version (site_src/, safe_io/, bundle_kit/,
   templates/ and the versions of the libraries that draw the output). A page whose key and
-  recorded inputs are unchanged is taken from the cache instead of being rendered; everything
-  else of the site (bundles, source views, registration pages, search index) is rebuilt, and the
-  whole site is written to a fresh folder and swapped in as before.
+  recorded inputs are unchanged is taken from the cache instead of being rendered. A study's
+  bundle (its zip and its check's output) and a fixture's line view are reused on the same terms;
+  the registration pages and the search index are made again, and the whole site is written to a
+  fresh folder (unchanged files hard-linked to the previous build's) and swapped in as before.
 
 File digests are memoized by (size, mtime, ctime, inode), as git's index does; a digest is reused
 only for a file that was already more than two seconds old when it was hashed, so an edit inside
@@ -111,7 +112,8 @@ class State:
             data = {}
         self.data = {"format": FORMAT, "digests": data.get("digests", {}), "pages": data.get("pages", {}),
                      "outputs": data.get("outputs", {}), "assets": data.get("assets", {}),
-                     "bundles": data.get("bundles", {}), "figures": data.get("figures", {})}
+                     "bundles": data.get("bundles", {}), "figures": data.get("figures", {}),
+                     "sources": data.get("sources", {})}
         self.digests = Digests(self.data["digests"])
 
     def blob(self, digest: str) -> bytes | None:
@@ -134,6 +136,7 @@ class State:
         found = {d for e in data["pages"].values() for d in e.get("files", {}).values()}
         found |= set(data["assets"].get("files", {}).values())
         found |= {e["zip"] for e in data["bundles"].values() if "zip" in e}
+        found |= {e["blob"] for e in data["sources"].values()}
         return found
 
     def collect_blobs(self) -> None:
@@ -314,6 +317,8 @@ class PageMemo:
         self.pages_seen: list = []
         self.new_figures: dict[str, dict] = {}
         self.cached_bundles: set[str] = set()
+        self.sources_seen: dict[str, dict] = {}
+        self.new_sources: dict[str, tuple] = {}
 
     def number_page(self, page, figures: dict, errors, collect) -> None:
         """The figure-numbering pre-pass of one page (site_src/render.collect_figures, given as
@@ -420,6 +425,22 @@ class PageMemo:
         """A reused page showing a reused bundle: the same bytes were checked when both were stored."""
         return self.enabled and page.rel in self.reused and bundle.name in self.cached_bundles
 
+    def source_view(self, rel: str, make) -> bytes:
+        """A fixture's line-numbered view page (`make()`), reused while the fixture, the navigation,
+        the commit and the generator are unchanged: every build publishes them all."""
+        if not self.enabled:
+            return make()
+        key = _json_sha([self.context, self.nav, rel, self._dep(rel)])
+        entry = self.state.data["sources"].get(rel)
+        if entry and entry.get("key") == key:
+            data = self.state.blob(entry["blob"])
+            if data is not None:
+                self.sources_seen[rel] = entry
+                return data
+        data = make()
+        self.new_sources[rel] = (key, data)
+        return data
+
     def figure_assets(self, make) -> dict:
         """The figure runtime files: the same for one generator version, so cached by it."""
         if self.enabled:
@@ -455,6 +476,8 @@ class PageMemo:
             fields["files"] = [list(dataclasses.astuple(f)) for f in made.files]
             self.state.data["bundles"][name] = {"key": key, "zip": self.state.put_blob(made.zip_bytes),
                                                 "fields": fields}
+        self.state.data["sources"] = {**self.sources_seen, **{rel: {"key": key, "blob": self.state.put_blob(data)}
+                                                              for rel, (key, data) in self.new_sources.items()}}
         if getattr(self, "_assets", None) is not None:
             self.state.data["assets"] = {"key": self.context,
                                          "files": {n: self.state.put_blob(d) for n, d in self._assets.items()}}

@@ -61,7 +61,8 @@ def publish(bundled: Bundled) -> BuildResult:
     used = dict(rendered.used)
     for rel, view in site.honesty.used.items():
         used[rel] = used.get(rel, False) or view
-    out.update(publish_sources(site.files, used, lambda rel, data: _source_view(site, rel, data), errors))
+    out.update(publish_sources(site.files, used, lambda rel, data: memo.source_view(rel, lambda: _source_view(site, rel, data)),
+                               errors))
     static, refused = site.files.listed("templates/static")
     for rel, why in refused:
         errors.add(BuildError(f"static file {why}", rel))
