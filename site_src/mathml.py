@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from xml.etree.ElementTree import tostring
 
-from latex2mathml.converter import convert_to_element
 
 MAX_LATEX = 4000
 ATTRIBUTES = frozenset("""
@@ -36,6 +35,9 @@ def to_mathml(latex: str, display: bool) -> str:
     macro = _MACRO.search(latex)
     if macro:
         raise MathError(f"{macro.group(0)} is not allowed in math: write the expression out")
+    # imported here: about 30 ms of import (it pulls in urllib and ssl), paid only by pages with math
+    from latex2mathml.converter import convert_to_element
+
     root = convert_to_element(latex, display="block" if display else "inline")
     for element in root.iter():
         for name in element.attrib:
