@@ -127,11 +127,14 @@ def _no_duplicates(pairs):
     return out
 
 
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates)   # one for all: json.loads makes one per call
+
+
 def json_value(text: str):
     """One JSON value (a JSONL row, or a whole file); duplicate keys and deep nesting refused.
     NaN parses (refused where a reference uses it, so one NaN does not block a file's other values)."""
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates)
+        return _DECODER.decode(text)
     except RecursionError:
         raise ParseProblem("nested too deeply to read") from None
     except ValueError as exc:
