@@ -46,12 +46,14 @@ def _report(result, verb: str, out: Path | None) -> int:
 
 def cmd_build(args) -> int:
     out = Path(os.path.abspath(args.out or args.root / "public"))  # never resolve(): public is a link
+    from safe_io import git_state_per_build
     from site_src.incremental import up_to_date
-    if not args.clean and up_to_date(args.root, out) is not None:   # before importing the generator
-        print(f"build ok: up to date, nothing changed since the last build into {out}")
-        return 0
-    from site_src.site import build
-    return _report(build(args.root, out, incremental=not args.clean, known_stale=not args.clean), "build", out)
+    with git_state_per_build():   # the up-to-date check and the build ask git once for the commit
+        if not args.clean and up_to_date(args.root, out) is not None:   # before importing the generator
+            print(f"build ok: up to date, nothing changed since the last build into {out}")
+            return 0
+        from site_src.site import build
+        return _report(build(args.root, out, incremental=not args.clean, known_stale=not args.clean), "build", out)
 
 
 def cmd_check(args) -> int:
