@@ -54,19 +54,23 @@ class Worker:
         return future
 
     def _read(self) -> None:
-        for line in self.proc.stdout:
-            reply = json.loads(line)
-            with self.lock:
-                future = self.pending.pop(reply["id"], None)
-            if future is not None:
-                if reply["ok"]:
-                    future.set_result(reply["result"])
-                else:
-                    future.set_exception(WorkerError(reply["error"]))
-        with self.lock:   # the process ended: nothing more will come
-            left, self.pending = list(self.pending.values()), {}
-        for future in left:
-            future.set_exception(WorkerError("the figure worker stopped"))
+        try:
+            for line in self.proc.stdout:
+                reply = json.loads(line)
+                with self.lock:
+                    future = self.pending.pop(reply["id"], None)
+                if future is not None:
+                    if reply["ok"]:
+                        future.set_result(reply["result"])
+                    else:
+                        future.set_exception(WorkerError(reply["error"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            self.proc.kill()   # an answer that is not one: trust nothing more from it
+        finally:
+            with self.lock:   # nothing more will come: every caller draws its figure itself
+                left, self.pending = list(self.pending.values()), {}
+            for future in left:
+                future.set_exception(WorkerError("the figure worker stopped"))
 
     def close(self) -> None:
         try:

@@ -156,8 +156,10 @@ def test_the_second_process_draws_what_this_one_would(ctx, tmp_path, monkeypatch
     assert handed == ["draw", "draw"]   # all but the first went to the worker
     assert worker.shared() is not None and worker.shared().alive()
 
-    broken = tmp_path / "broken_loop.py"
-    broken.write_text("import sys\nsys.exit(3)\n")
-    monkeypatch.setattr(worker, "LOOP", broken)
-    monkeypatch.setattr(worker, "_shared", None)
-    assert fig_render.draw_all(specs, tmp_path / "b") == here
+    for n, body in enumerate(("import sys\nsys.exit(3)\n",                     # gone at once
+                              "import sys, time\nprint('no json')\nsys.stdout.flush()\ntime.sleep(60)\n")):  # babbles
+        broken = tmp_path / f"broken_loop_{n}.py"
+        broken.write_text(body)
+        monkeypatch.setattr(worker, "LOOP", broken)
+        monkeypatch.setattr(worker, "_shared", None)
+        assert fig_render.draw_all(specs, tmp_path / f"b{n}") == here
