@@ -42,6 +42,20 @@ class Rendered:
     headings: list = field(default_factory=list)    # (id, text) of h2 sections
     files: dict = field(default_factory=dict)       # extra files from figures
     figure_count: int = 0
+    drawings: list = field(default_factory=list)    # (Drawing, figure id, line) not yet in `html`
+
+    def complete(self, page, errors) -> None:
+        """Put each figure's drawing in place (waiting for it); one that failed is reported at
+        its block's line, and its place stays empty."""
+        for drawing, fig_id, line in self.drawings:
+            try:
+                html, files = drawing.future.result()
+            except Exception as exc:  # what drawing raised: reported as render_figure's errors are
+                errors.add(BuildError(f"figure {fig_id}: {type(exc).__name__}: {exc}", page.where(line)))
+                html, files = "", {}
+            self.html = self.html.replace(drawing.token, html, 1)
+            self.files.update(files)
+        self.drawings = []
 
 
 def _num_message(number: str) -> str:
@@ -348,7 +362,7 @@ class PageRenderer:
             read_rows=self.resolver.rows,
         )
         try:
-            rendered = render_figure(spec["kind"], spec, ctx)
+            rendered = render_figure(spec["kind"], spec, ctx, deferred=True)
         except FixtureProblem as exc:
             self.errors.add(BuildError(f"figure {fig_id}: {exc.message}", self.page.where(line), exc.fixture))
             return Markup("")
@@ -363,6 +377,8 @@ class PageRenderer:
             if id(source) not in known:
                 self.out.values.append((source, _display_or_raw(source), ""))
         self.out.files.update(getattr(rendered, "files", {}) or {})
+        if getattr(rendered, "drawing", None) is not None:
+            self.out.drawings.append((rendered.drawing, fig_id, line))
         caption = self.inline_fragment(str(spec["caption"]), self.key_at("caption", line))
         trust = spec.get("trust") or self.page.meta.get("trust")
         template = self.env["jinja"].get_template("partials/figure.html")

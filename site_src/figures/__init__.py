@@ -23,11 +23,13 @@ __all__ = ["FigureContext", "FigureError", "RenderedFigure", "render_figure", "f
            "figure_head_html", "prefetch_runtime", "KINDS"]
 
 
-def render_figure(kind: str, spec: dict, ctx: FigureContext) -> RenderedFigure:
+def render_figure(kind: str, spec: dict, ctx: FigureContext, deferred: bool = False) -> RenderedFigure:
+    """The figure of a block. With `deferred` its drawing is finished on a thread of its own
+    (RenderedFigure.drawing; `complete()` waits for it): the build renders on meanwhile."""
     if kind not in KINDS:
         raise FigureError(spec_id(spec), f"unknown figure kind {kind!r} (known: {', '.join(sorted(KINDS))})")
     figure_id = spec.get("id")
     if not figure_id or not FIGURE_ID.fullmatch(str(figure_id)):
         raise FigureError(spec_id(spec), "`id` is required: letters, digits, '-' and '_' only")
     parts = import_module(f".{kind}", __package__).build(spec, ctx)
-    return assemble(kind, str(figure_id), parts, ctx, options(spec))
+    return assemble(kind, str(figure_id), parts, ctx, options(spec), deferred)

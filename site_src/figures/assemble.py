@@ -5,18 +5,23 @@ import csv
 import hashlib
 import io
 import json
+import secrets
 from html import escape
 
 from . import render
 from .data import size_option
 from .themed import spec_patch, themed_svg
 from .theme import PALETTES, THEMES, vega_config
-from .types import FigureContext, FigureParts, RenderedFigure, Table
+from .types import Drawing, FigureContext, FigureParts, RenderedFigure, Table
 
 TABLE_ROWS = 100  # the <details> table shows at most this many rows; the CSV has them all (page weight)
 
 
-def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, opts: dict) -> RenderedFigure:
+def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, opts: dict,
+             deferred: bool = False) -> RenderedFigure:
+    """The figure's body and files. With `deferred`, the drawing (SVG and the live view's spec)
+    is finished on the drawing thread: the body holds a token for it and `drawing` says which
+    (RenderedFigure.complete puts it in); the bytes are the same either way."""
     dom_id = f"fig-{figure_id}"
     csv_bytes = table_csv(parts.table)
     csv_name = f"figures/{figure_id}-{hashlib.sha256(csv_bytes).hexdigest()[:10]}.csv"
@@ -24,6 +29,7 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
     files = {f"assets/{csv_name}": csv_bytes}
     out = [f'<div class="fig" id="{dom_id}-body" data-figure-kind="{escape(kind)}" data-figure-id="{escape(figure_id)}"'
            f' data-figure-marks="{parts.marks}">']
+    drawing = None
     if parts.chart is not None:
         vls = []
         for theme in THEMES:
@@ -35,36 +41,45 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
             vl["config"] = _merge(vega_config(PALETTES[theme]), vl.get("config", {}))
             vl["description"] = parts.alt
             vls.append(vl)
-        drawn = dict(zip(THEMES, render.draw_all(vls, ctx.cache_dir)))   # light here, dark beside it
-        specs = {theme: vg for theme, (vg, _) in drawn.items()}
-        svgs = {theme: svg for theme, (_, svg) in drawn.items()}
+        job = render.start_draws(vls, ctx.cache_dir)   # the dark one goes to the second process now
         out.append(_controls(dom_id, parts))
-        out.append(f'<div class="fig-static" role="img" aria-label="{escape(parts.alt)}">')
-        # one SVG whose colours follow the theme (site_src/figures/themed.py); both if that fails
-        one = themed_svg(svgs["light"], svgs["dark"], f"{dom_id}-body")
-        if one is not None:
-            out.append(render.inline_svg(one, f"{dom_id}-svg", "fig-svg fig-svg-themed"))
-        else:
-            for theme in THEMES:
-                out.append(render.inline_svg(svgs[theme], f"{dom_id}-{theme}", f"fig-svg fig-svg-{theme}"))
-        out.append("</div>")
-        # the live view's spec is a file of its own, fetched when a reader first interacts
-        spec_bytes = _payload(specs).encode("utf-8")
-        spec_name = f"figures/{figure_id}-{hashlib.sha256(spec_bytes).hexdigest()[:10]}.json"
-        files[f"assets/{spec_name}"] = spec_bytes
-        out.append(f'<div class="fig-live" hidden data-figure-spec="{escape(prefix + spec_name)}"></div>')
+        drawing = Drawing(f"<!--figure-drawing:{_NONCE}:{figure_id}-->",
+                          render.later(lambda: _drawn(render.finish_draws(job), dom_id, figure_id, parts.alt, prefix)))
+        out.append(drawing.token)
     if parts.html:
         out.append(parts.html)
     out.append(_table_html(dom_id, parts.table, size_option({"id": figure_id, "options": opts}, "table_rows", TABLE_ROWS, 1, 100_000)))
     out.append(f'<p class="fig-download"><a href="{escape(prefix + csv_name)}" download>'
                f"Download the data (CSV, {len(parts.table.rows)} rows)</a></p>")
     out.append("</div>")
-    return RenderedFigure(
-        body_html="\n".join(out),
-        files=files,
-        marks=parts.marks,
-        sources=list(parts.sources),
-    )
+    figure = RenderedFigure(body_html="\n".join(out), files=files, marks=parts.marks, sources=list(parts.sources),
+                            drawing=drawing)
+    return figure if deferred else figure.complete()
+
+
+# an HTML comment no page can forge (raw-HTML pages could write one): it is unknown until the build runs
+_NONCE = secrets.token_hex(8)
+
+
+def _drawn(drawn: list, dom_id: str, figure_id: str, alt: str, prefix: str) -> tuple[str, dict]:
+    """The static drawing and the live view's hook, from the two drawings (light, dark)."""
+    drawn = dict(zip(THEMES, drawn))
+    specs = {theme: vg for theme, (vg, _) in drawn.items()}
+    svgs = {theme: svg for theme, (_, svg) in drawn.items()}
+    out = [f'<div class="fig-static" role="img" aria-label="{escape(alt)}">']
+    # one SVG whose colours follow the theme (site_src/figures/themed.py); both if that fails
+    one = themed_svg(svgs["light"], svgs["dark"], f"{dom_id}-body")
+    if one is not None:
+        out.append(render.inline_svg(one, f"{dom_id}-svg", "fig-svg fig-svg-themed"))
+    else:
+        for theme in THEMES:
+            out.append(render.inline_svg(svgs[theme], f"{dom_id}-{theme}", f"fig-svg fig-svg-{theme}"))
+    out.append("</div>")
+    # the live view's spec is a file of its own, fetched when a reader first interacts
+    spec_bytes = _payload(specs).encode("utf-8")
+    spec_name = f"figures/{figure_id}-{hashlib.sha256(spec_bytes).hexdigest()[:10]}.json"
+    out.append(f'<div class="fig-live" hidden data-figure-spec="{escape(prefix + spec_name)}"></div>')
+    return "\n".join(out), {f"assets/{spec_name}": spec_bytes}
 
 
 def _merge(base: dict, extra: dict) -> dict:

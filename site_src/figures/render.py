@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import vl_convert
@@ -46,6 +47,12 @@ def draw_all(vl_specs: list[dict], cache_dir: Path) -> list[tuple[dict, str]]:
     """(Vega spec, SVG text) of each Vega-Lite spec, from the cache when its hash is known. Of the
     specs not cached, all but the first are handed to the second vl-convert process
     (site_src/figures/worker.py) while this one draws the first: the same calls, on two cores."""
+    return finish_draws(start_draws(vl_specs, cache_dir))
+
+
+def start_draws(vl_specs: list[dict], cache_dir: Path) -> tuple:
+    """The first half of `draw_all`: read what is cached, hand all but the first of the rest to the
+    worker at once (so its queue fills while this process goes on); `finish_draws` does the rest."""
     cache_dir = Path(cache_dir)
     out: list = [None] * len(vl_specs)
     todo = []
@@ -58,6 +65,11 @@ def draw_all(vl_specs: list[dict], cache_dir: Path) -> list[tuple[dict, str]]:
         else:
             todo.append((i, vl_spec, vg_path, svg_path))
     handed = {i: worker.submit("draw", spec=vl_spec, vl_version=VL_VERSION) for i, vl_spec, _, _ in todo[1:]}
+    return cache_dir, out, todo, handed
+
+
+def finish_draws(job: tuple) -> list[tuple[dict, str]]:
+    cache_dir, out, todo, handed = job
     for i, vl_spec, vg_path, svg_path in todo:
         drawn = worker.result(handed.get(i))
         vg_spec, raw_svg = (drawn["vega"], drawn["svg"]) if drawn is not None else _draw(vl_spec)
@@ -68,6 +80,17 @@ def draw_all(vl_specs: list[dict], cache_dir: Path) -> list[tuple[dict, str]]:
         write_atomic(svg_path, svg)
         out[i] = vg_spec, svg
     return out
+
+
+# One thread finishes the drawings of deferred figures (see assemble.assemble): vl-convert runs a
+# process's calls one at a time anyway, and it releases the GIL while it draws, so the page
+# renderer goes on with the next page meanwhile.
+_DRAWING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="figure-draw")
+
+
+def later(job) -> Future:
+    """`job()` on the drawing thread."""
+    return _DRAWING.submit(job)
 
 
 def _draw(vl_spec: dict) -> tuple[dict, str]:

@@ -29,11 +29,28 @@ class FigureContext:
 
 
 @dataclass
+class Drawing:
+    """A figure's drawing still being made: `token` in the body stands for the HTML that
+    `future` gives, with the files (the live view's spec) that go with it."""
+    token: str
+    future: Any   # concurrent.futures.Future of (html, {path: bytes})
+
+
+@dataclass
 class RenderedFigure:
     body_html: str
     files: dict[str, bytes] = field(default_factory=dict)
     marks: int = 0
     sources: list[Resolved] = field(default_factory=list)
+    drawing: Drawing | None = None   # set only when asked for a deferred figure
+
+    def complete(self) -> "RenderedFigure":
+        """The figure with its drawing in place (waits for it; raises what drawing raised)."""
+        if self.drawing is None:
+            return self
+        html, files = self.drawing.future.result()
+        return RenderedFigure(self.body_html.replace(self.drawing.token, html, 1), {**self.files, **files},
+                              self.marks, self.sources)
 
 
 @dataclass

@@ -32,10 +32,16 @@ def render_pages(numbered: Numbered) -> RenderedSite:
         except Exception as exc:  # a bug: reported at the page line, and the other pages still build
             site.errors.add(internal_error(exc, page.where(renderer.line)))
             continue
-        site.honesty.check_page(page, md, md_env, rendered)
-        reader.start_preview(rendered.html, rendered.files, site.root / ".cache" / "og")
         for rel, view in resolver.used.items():
             out.used[rel] = out.used.get(rel, False) or view
-        out.files.update(rendered.files)
         out.outputs.append(PageOutput(page, rendered, used=resolver.used))
+    # the figures' drawings were finished on their own thread while the pages went on rendering
+    for output in out.outputs:
+        if output.rendered is None:
+            continue
+        page, rendered = output.page, output.rendered
+        rendered.complete(page, site.errors)
+        site.honesty.check_page(page, parser_for(numbered.parsers, page), md_env, rendered)
+        reader.start_preview(rendered.html, rendered.files, site.root / ".cache" / "og")
+        out.files.update(rendered.files)
     return out

@@ -28,7 +28,7 @@ class FakeRendered:
     sources: list = field(default_factory=list)
 
 
-def fake_render(kind, spec, ctx):
+def fake_render(kind, spec, ctx, deferred=False):
     if kind == "broken":
         raise ValueError("this kind cannot draw")
     path = ctx.resolve_path(spec["data"]["rows"])
