@@ -441,6 +441,10 @@ class PageMemo:
         self.new_sources[rel] = (key, data)
         return data
 
+    def has_figure_assets(self) -> bool:
+        """Whether `figure_assets` will come from the cache (so nothing needs to start making them)."""
+        return self.enabled and self.state.data["assets"].get("key") == self.context
+
     def figure_assets(self, make) -> dict:
         """The figure runtime files: the same for one generator version, so cached by it."""
         if self.enabled:
