@@ -64,9 +64,16 @@ class RepoFiles:
         self.root = Path(root).resolve()
         self.tracked = set(_git_list(self.root, "--cached"))
         self.untracked = set(_git_list(self.root, "--others", "--exclude-standard"))
+        self._refusals: dict[str, str | None] = {}
 
     def refusal(self, rel: str) -> str | None:
-        """Why `rel` may not be read (None when it may)."""
+        """Why `rel` may not be read (None when it may); asked once per file per build (a page asks
+        for the same few fixtures dozens of times)."""
+        if rel not in self._refusals:
+            self._refusals[rel] = self._refusal(rel)
+        return self._refusals[rel]
+
+    def _refusal(self, rel: str) -> str | None:
         norm = clean_rel(rel)
         if norm is None:
             return "is outside the repository: the build reads committed files only"
