@@ -108,12 +108,16 @@ def submit(op: str, **args) -> Future | None:
     return future
 
 
-def result(future: Future | None, timeout: float = 300):
+WAIT_S = 300   # how long a caller waits for an answer before making the call itself
+
+
+def result(future: Future | None, timeout: float | None = None):
     """The worker's answer, or None when it has none (then make the call here). An answer from a
     worker with another vl-convert than this process is refused: the output must not depend on
     which process drew it."""
     if future is None:
         return None
+    timeout = WAIT_S if timeout is None else timeout
     try:
         if future.worker_version.result(timeout=timeout) != vl_convert.__version__:
             return None

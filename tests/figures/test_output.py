@@ -156,6 +156,7 @@ def test_the_second_process_draws_what_this_one_would(ctx, tmp_path, monkeypatch
     assert handed == ["draw", "draw"]   # all but the first went to the worker
     assert worker.shared() is not None and worker.shared().alive()
 
+    monkeypatch.setattr(worker, "WAIT_S", 20)   # a worker that never answers costs this, not 300 s
     for n, body in enumerate(("import sys\nsys.exit(3)\n",                     # gone at once
                               "import sys, time\nprint('no json')\nsys.stdout.flush()\ntime.sleep(60)\n")):  # babbles
         broken = tmp_path / f"broken_loop_{n}.py"
@@ -163,3 +164,4 @@ def test_the_second_process_draws_what_this_one_would(ctx, tmp_path, monkeypatch
         monkeypatch.setattr(worker, "LOOP", broken)
         monkeypatch.setattr(worker, "_shared", None)
         assert fig_render.draw_all(specs, tmp_path / f"b{n}") == here
+        assert worker._shared.proc.wait(timeout=10) is not None   # ended (the babbler: killed), not left running
