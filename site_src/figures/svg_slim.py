@@ -37,14 +37,8 @@ DEAD = ('<path class="foreground" d="" display="none"/>', '<path class="backgrou
 class _El:
     __slots__ = ("name", "attrs", "children", "closed")
 
-    def __init__(self, name: str, attrs: list[list[str]], closed: bool):
+    def __init__(self, name: str, attrs: dict, closed: bool):
         self.name, self.attrs, self.children, self.closed = name, attrs, [], closed
-
-    def get(self, key: str):
-        return next((v for k, v in self.attrs if k == key), None)
-
-    def drop(self, key: str) -> None:
-        self.attrs = [a for a in self.attrs if a[0] != key]
 
 
 def _parse(svg: str) -> list:
@@ -59,7 +53,7 @@ def _parse(svg: str) -> list:
             stack[-1].append(token)
         else:
             closed = token.endswith("/>")
-            el = _El(_NAME.match(token).group(1), [list(a) for a in _ATTR.findall(token)], closed)
+            el = _El(_NAME.match(token).group(1), dict(_ATTR.findall(token)), closed)
             stack[-1].append(el)
             if not closed:
                 stack.append(el.children)
@@ -71,7 +65,7 @@ def _write(nodes: list, out: list) -> None:
         if isinstance(node, str):
             out.append(node)
             continue
-        attrs = "".join(f' {k}="{v}"' for k, v in node.attrs)
+        attrs = "".join(f' {k}="{v}"' for k, v in node.attrs.items())
         if node.closed:
             out.append(f"<{node.name}{attrs}/>")
         else:
@@ -88,44 +82,49 @@ def _slim(el: _El) -> None:
     kids = [c for c in el.children if isinstance(c, _El)]
     for kid in kids:
         _slim(kid)
-    for attr in el.attrs:
-        if attr[0] in ("fill", "stroke", "stop-color"):
-            attr[1] = _RGB.sub(_hex, attr[1])
-        elif attr[0] in _NUMERIC:
-            attr[1] = _ZEROS.sub(lambda m: m.group(1) or "", attr[1])
+    attrs = el.attrs
+    for name, value in attrs.items():
+        if name in ("fill", "stroke", "stop-color"):
+            attrs[name] = _RGB.sub(_hex, value)
+        elif name in _NUMERIC:
+            attrs[name] = _ZEROS.sub(lambda m: m.group(1) or "", value)
     if el.name == "style":  # the theme's colour properties (themed.py)
         el.children = [_RGB.sub(_hex, c) if isinstance(c, str) else c for c in el.children]
-    if el.get("transform") == "translate(0,0)":
-        el.drop("transform")
-    move = _TRANSLATE.fullmatch(el.get("transform") or "")
-    if el.name == "text" and move and el.get("x") is None and el.get("y") is None and \
+    if attrs.get("transform") == "translate(0,0)":
+        del attrs["transform"]
+    move = _TRANSLATE.fullmatch(attrs.get("transform", ""))
+    if el.name == "text" and move and "x" not in attrs and "y" not in attrs and \
             not any(isinstance(c, _El) for c in el.children):
-        el.attrs = [a for a in el.attrs if a[0] != "transform"] + [["x", move.group(1)], ["y", move.group(2)]]
+        del attrs["transform"]
+        attrs["x"], attrs["y"] = move.group(1), move.group(2)
     if el.name != "g" or len(kids) < 2:
         return
-    if any(_THEME_CLASS.match(c) for c in (el.get("class") or "").split()):
+    own = (attrs.get("class") or "").split()
+    if any(_THEME_CLASS.match(c) for c in own):
         return
     moved = set()
     for name in INHERITED:
-        if el.get(name) is not None:
+        if name in attrs:
             continue
-        values = {kid.get(name) for kid in kids}
-        if len(values) == 1 and None not in values:
-            el.attrs.append([name, values.pop()])
+        value = kids[0].attrs.get(name)
+        if value is not None and all(kid.attrs.get(name) == value for kid in kids):
+            attrs[name] = value
             moved.add(name)
             for kid in kids:
-                kid.drop(name)
+                del kid.attrs[name]
+    if not moved:
+        return
     # a theme class paints the attribute it came with (themed.py): it moves up with it
-    shared = set.intersection(*({c for c in (kid.get("class") or "").split() if _THEME_CLASS.match(c)}
+    shared = set.intersection(*({c for c in kid.attrs.get("class", "").split() if _THEME_CLASS.match(c)}
                                 for kid in kids))
-    up = sorted(c for c in shared if c[1] in "fs" and THEMED[c[1]] in moved)
+    up = sorted(c for c in shared if THEMED.get(c[1]) in moved)
     if up:
-        el.attrs = [a for a in el.attrs if a[0] != "class"] + [["class", " ".join(up + (el.get("class") or "").split())]]
+        attrs.pop("class", None)
+        attrs["class"] = " ".join(up + own)
         for kid in kids:
-            rest = [c for c in kid.get("class").split() if c not in up]
-            kid.drop("class")
+            rest = [c for c in kid.attrs.pop("class").split() if c not in up]
             if rest:
-                kid.attrs.append(["class", " ".join(rest)])
+                kid.attrs["class"] = " ".join(rest)
 
 
 def slim_svg(svg: str) -> str:

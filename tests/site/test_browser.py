@@ -271,6 +271,32 @@ def test_receipt_source_shows_on_hover_and_on_keyboard_focus(new_page, site_dir,
     page.close()
 
 
+def test_receipt_is_a_working_link_without_script(browser, base_url, site_dir, kit):
+    """With JavaScript off there is no tooltip, and the receipt is still the value's link to the
+    line it was read from: following it opens that line of the fixture's view, highlighted."""
+    pages = _pages_with(kit, site_dir, 'data-source="')
+    path = next((p for p in pages if p.startswith("studies/")), pages[0])
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(base_url + path, wait_until="load")
+        receipt = page.locator("a.ref[data-source]").first
+        source = receipt.get_attribute("data-source")
+        assert re.search(r":\d+$", source), f"/{path}: the first receipt names no line ({source})"
+        receipt.hover()
+        assert page.locator("[role=tooltip]").count() == 0, "a tooltip without script"
+        receipt.click()
+        page.wait_for_load_state("load")
+        file, line = source.rsplit(":", 1)
+        where = urlsplit(page.url)
+        assert unquote(where.path).endswith(f"/source/{file}.html") and where.fragment == f"L{line}", page.url
+        row = page.locator(f"tr#L{line}")
+        assert row.count() == 1 and row.is_visible()
+        assert page.evaluate(f"document.querySelector('tr#L{line}').matches(':target')")
+    finally:
+        context.close()
+
+
 # --- links ----------------------------------------------------------------------------------
 
 class _Collector(HTMLParser):
