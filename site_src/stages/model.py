@@ -33,6 +33,7 @@ class Site:
     facts: Facts                   # the commit the site is built from (site_src/reader)
     cache: FixtureCache
     honesty: Honesty
+    nav_html: dict = field(default_factory=dict, repr=False)   # stage 5: the navigation per folder depth
 
 
 @dataclass

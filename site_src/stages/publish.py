@@ -6,7 +6,7 @@ from __future__ import annotations
 from xml.sax.saxutils import escape as xml_escape
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from .. import bundles as bundle_kit
 from .. import figures
@@ -94,12 +94,22 @@ def _check_outputs(out: dict, errors) -> None:
             errors.add(BuildError(f"output path {rel!r} is both a file and a folder of the site"))
 
 
-def _nav(site: Site, current, prefix):
-    # nav_title: a short label for the navigation bar, where a page's title is a whole question
-    pages = site.pages
-    return [{"title": pages[n].meta.get("nav_title") or pages[n].meta.get("title", n),
-             "href": href(prefix, pages[n].url), "current": current is not None and pages[n] is current}
-            for n in site.order]
+def _nav(site: Site, current, prefix) -> Markup:
+    """The navigation's items as HTML. Every page at one folder depth links to the others the same
+    way, so the list is made once per depth and the current page marked by one replace: a page
+    no longer costs a loop over every other page."""
+    if prefix not in site.nav_html:
+        pages = site.pages
+        # nav_title: a short label for the navigation bar, where a page's title is a whole question
+        site.nav_html[prefix] = "".join(
+            f'\n      <li><a href="{escape(href(prefix, pages[n].url))}">'
+            f'{escape(pages[n].meta.get("nav_title") or pages[n].meta.get("title", n))}</a></li>'
+            for n in site.order)
+    items = site.nav_html[prefix]
+    if current is not None:
+        link = f'<a href="{escape(href(prefix, current.url))}">'
+        items = items.replace(link, link[:-1] + ' aria-current="page">', 1)
+    return Markup(items)
 
 
 def _common(site: Site, current, prefix):
