@@ -44,15 +44,15 @@ def compile_and_render(vl_spec: dict, cache_dir: Path) -> tuple[dict, str]:
 
 
 def draw_all(vl_specs: list[dict], cache_dir: Path) -> list[tuple[dict, str]]:
-    """(Vega spec, SVG text) of each Vega-Lite spec, from the cache when its hash is known. Of the
-    specs not cached, all but the first are handed to the second vl-convert process
-    (site_src/figures/worker.py) while this one draws the first: the same calls, on two cores."""
+    """(Vega spec, SVG text) of each Vega-Lite spec, from the cache when its hash is known; the
+    others are drawn by the vl-convert worker processes (site_src/figures/worker.py), or here
+    when none can: the same calls either way."""
     return finish_draws(start_draws(vl_specs, cache_dir))
 
 
 def start_draws(vl_specs: list[dict], cache_dir: Path) -> tuple:
-    """The first half of `draw_all`: read what is cached, hand all but the first of the rest to the
-    worker at once (so its queue fills while this process goes on); `finish_draws` does the rest."""
+    """The first half of `draw_all`: read what is cached and hand the rest to the workers at once
+    (their queues fill while this process goes on); `finish_draws` collects them."""
     cache_dir = Path(cache_dir)
     out: list = [None] * len(vl_specs)
     todo = []
@@ -64,7 +64,7 @@ def start_draws(vl_specs: list[dict], cache_dir: Path) -> tuple:
             out[i] = json.loads(vg_path.read_text("utf-8")), svg_path.read_text("utf-8")
         else:
             todo.append((i, vl_spec, vg_path, svg_path))
-    handed = {i: worker.submit("draw", spec=vl_spec, vl_version=VL_VERSION) for i, vl_spec, _, _ in todo[1:]}
+    handed = {i: worker.submit("draw", spec=vl_spec, vl_version=VL_VERSION) for i, vl_spec, _, _ in todo}
     return cache_dir, out, todo, handed
 
 
@@ -82,9 +82,8 @@ def finish_draws(job: tuple) -> list[tuple[dict, str]]:
     return out
 
 
-# One thread finishes the drawings of deferred figures (see assemble.assemble): vl-convert runs a
-# process's calls one at a time anyway, and it releases the GIL while it draws, so the page
-# renderer goes on with the next page meanwhile.
+# One thread finishes the drawings of deferred figures (see assemble.assemble): it waits for the
+# workers and puts their SVG in shape while the page renderer goes on with the next page.
 _DRAWING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="figure-draw")
 
 

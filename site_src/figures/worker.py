@@ -1,17 +1,20 @@
-"""A second process for vl-convert, so that figures render on two cores.
+"""Processes for vl-convert, so that figures are drawn beside the page rendering, on two cores.
 
-vl-convert runs every call of a process on one JavaScript worker, one call at a time, so calls
-from threads of one process do not overlap. A cold build spends most of its time there (each
-figure is drawn twice, light and dark, and the Vega runtime is bundled once). `submit` hands a
-call to a second process (site_src/figures/worker_loop.py, started on first use and kept for the
-life of this one), and returns a Future. If that process cannot start or fails, the Future
-fails and the caller makes the call itself: the worker changes when output is made, never what.
+vl-convert runs every call of a process on one JavaScript worker, one call at a time, and holds
+the GIL through most of it, so a thread of this process could neither draw two figures at once
+nor render pages while it draws. A cold build spends most of its time there (each figure drawn
+twice, light and dark, a preview image per study, the Vega runtime bundled once). `submit` hands
+a call to the least busy of COUNT worker processes (site_src/figures/worker_loop.py, started on
+first use and kept for the life of this one) and returns a Future. If a worker cannot start or
+fails, the Future fails and the caller makes the call itself: the workers change when output
+is made, never what.
 """
 from __future__ import annotations
 
 import atexit
 import itertools
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -80,31 +83,36 @@ class Worker:
             self.proc.kill()
 
 
-_shared: Worker | None = None
-_shared_lock = threading.Lock()
+# Worker processes: vl-convert holds the GIL through most of a call (a PNG, nearly all of it), so
+# a thread of this process cannot draw while it renders pages; two processes keep two cores busy
+COUNT = max(1, min(2, os.cpu_count() or 1))
+_workers: list[Worker] = []
+_lock = threading.Lock()
 
 
-def shared() -> Worker | None:
-    """The worker of this process (started on first use, started again if it died); None when
-    it cannot start."""
-    global _shared
-    with _shared_lock:
-        if _shared is None or not _shared.alive():
+def _pick() -> Worker | None:
+    """The least busy worker (started on first use, started again when one died); None when none
+    can start."""
+    with _lock:
+        _workers[:] = [w for w in _workers if w.alive()]
+        while len(_workers) < COUNT:
             try:
-                _shared = Worker()
+                worker = Worker()
             except OSError:
-                return None
-            atexit.register(_shared.close)
-        return _shared
+                break
+            atexit.register(worker.close)
+            _workers.append(worker)
+        return min(_workers, key=lambda w: len(w.pending)) if _workers else None
 
 
 def submit(op: str, **args) -> Future | None:
-    """Hand one vl-convert call to the worker; None when there is none (then make it here)."""
-    worker = shared()
+    """Hand one vl-convert call to a worker; None when there is none (then make it here)."""
+    worker = _pick()
     if worker is None:
         return None
     future = worker.submit(op, **args)
     future.worker_version = worker.version
+    future.worker = worker
     return future
 
 

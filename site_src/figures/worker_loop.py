@@ -4,6 +4,7 @@ per line on stdin, writes one JSON answer per line on stdout, until stdin closes
 It imports nothing of the generator (it runs with `python -I`), only vl-convert: a request is
 the arguments of one vl-convert call, and an answer its result or its error.
 """
+import base64
 import json
 import sys
 
@@ -16,6 +17,9 @@ def answer(request: dict):
         vega = vl_convert.vegalite_to_vega(request["spec"], vl_version=request["vl_version"])
         vega.pop("$schema", None)
         return {"vega": vega, "svg": vl_convert.vega_to_svg(vega, allowed_base_urls=[])}
+    if op == "png":   # Vega -> PNG bytes, as base64 text
+        png = vl_convert.vega_to_png(request["spec"], scale=request["scale"], allowed_base_urls=[])
+        return base64.b64encode(png).decode("ascii")
     if op == "bundle":
         return vl_convert.javascript_bundle(snippet=request["snippet"], vl_version=request["vl_version"])
     if op == "version":

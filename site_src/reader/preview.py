@@ -6,6 +6,7 @@ rebuild that changes no figure renders none.
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -48,17 +49,18 @@ _started: dict = {}
 
 
 def start_preview(body_html: str, page_files: dict, cache_dir: Path) -> None:
-    """Start drawing a page's preview on the figures' drawing thread as soon as the page is
-    complete (its figures are drawn by then, so that thread is free while the pages are
-    published; the second process still has the dark halves to draw); `render_png` collects it."""
+    """Start drawing a page's preview in a vl-convert worker process (site_src/figures/worker.py)
+    as soon as the page is complete; `render_png` collects it when the page is published."""
     spec = main_figure_spec(body_html, page_files)
     if spec is None:
         return
     path = _cache_path(spec, cache_dir)
     if path.is_file() or path in _started:
         return
-    from site_src.figures import render
-    _started[path] = render.later(lambda: _draw_png(spec))
+    from site_src.figures import worker
+    future = worker.submit("png", spec=spec, scale=SCALE)
+    if future is not None:
+        _started[path] = future
 
 
 def _draw_png(spec: dict) -> bytes:
@@ -71,8 +73,9 @@ def render_png(spec: dict, cache_dir: Path) -> bytes:
     path = _cache_path(spec, cache_dir)
     if path.is_file():
         return path.read_bytes()
-    started = _started.pop(path, None)
-    data = started.result() if started is not None else _draw_png(spec)
+    from site_src.figures import worker
+    drawn = worker.result(_started.pop(path, None))
+    data = base64.b64decode(drawn) if drawn is not None else _draw_png(spec)
     write_atomic(path, data)
     return data
 

@@ -153,8 +153,8 @@ def test_the_second_process_draws_what_this_one_would(ctx, tmp_path, monkeypatch
     real_submit = worker.submit
     monkeypatch.setattr(worker, "submit", lambda op, **kw: handed.append(op) or real_submit(op, **kw))
     assert fig_render.draw_all(specs, tmp_path / "a") == here
-    assert handed == ["draw", "draw"]   # all but the first went to the worker
-    assert worker.shared() is not None and worker.shared().alive()
+    assert handed == ["draw", "draw", "draw"]   # every one went to a worker
+    assert worker._workers and all(w.alive() for w in worker._workers)
 
     monkeypatch.setattr(worker, "WAIT_S", 20)   # a worker that never answers costs this, not 300 s
     for n, body in enumerate(("import sys\nsys.exit(3)\n",                     # gone at once
@@ -162,6 +162,6 @@ def test_the_second_process_draws_what_this_one_would(ctx, tmp_path, monkeypatch
         broken = tmp_path / f"broken_loop_{n}.py"
         broken.write_text(body)
         monkeypatch.setattr(worker, "LOOP", broken)
-        monkeypatch.setattr(worker, "_shared", None)
+        monkeypatch.setattr(worker, "_workers", [])
         assert fig_render.draw_all(specs, tmp_path / f"b{n}") == here
-        assert worker._shared.proc.wait(timeout=10) is not None   # ended (the babbler: killed), not left running
+        assert worker._workers and all(w.proc.wait(timeout=10) is not None for w in worker._workers)   # ended (the babbler: killed)
