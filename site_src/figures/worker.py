@@ -36,7 +36,8 @@ class Worker:
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
         self.pending: dict[int, Future] = {}
         self.ids = itertools.count()
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()         # guards `pending`, never held while writing or reading
+        self.write_lock = threading.Lock()   # one request at a time on the pipe
         threading.Thread(target=self._read, name="figure-worker", daemon=True).start()
         self.version = self.submit("version")   # checked before a drawing is trusted
 
@@ -48,11 +49,18 @@ class Worker:
         with self.lock:
             number = next(self.ids)
             self.pending[number] = future
-            try:
-                self.proc.stdin.write(json.dumps({"id": number, "op": op, **args}) + "\n")
+        line = json.dumps({"id": number, "op": op, **args})
+        # A large request fills the pipe until the worker reads it, and the worker reads only
+        # after its last answer is taken off its stdout: so the reader thread must never wait
+        # for this write (it needs only `lock`, which is not held here).
+        try:
+            with self.write_lock:
+                self.proc.stdin.write(line + "\n")
                 self.proc.stdin.flush()
-            except (OSError, ValueError) as exc:
+        except (OSError, ValueError) as exc:
+            with self.lock:
                 self.pending.pop(number, None)
+            if not future.done():
                 future.set_exception(WorkerError(f"the figure worker is gone: {exc}"))
         return future
 

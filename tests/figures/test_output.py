@@ -165,3 +165,26 @@ def test_the_second_process_draws_what_this_one_would(ctx, tmp_path, monkeypatch
         monkeypatch.setattr(worker, "_workers", [])
         assert fig_render.draw_all(specs, tmp_path / f"b{n}") == here
         assert worker._workers and all(w.proc.wait(timeout=10) is not None for w in worker._workers)   # ended (the babbler: killed)
+
+
+def test_large_requests_and_answers_cannot_jam_the_pipes(tmp_path, monkeypatch):
+    """Requests and answers far larger than a pipe's buffer, several in flight to one worker: the
+    reader thread takes answers off while requests are still being written (a lock held across
+    the write once jammed both pipes for good)."""
+    import threading
+
+    from site_src.figures import render as fig_render
+    from site_src.figures import worker
+
+    monkeypatch.setattr(worker, "COUNT", 1)
+    monkeypatch.setattr(worker, "_workers", [])
+    specs = [{"data": {"values": [{"a": i, "b": (i * k) % 97, "label": f"point {i} of series {k}"} for i in range(4000)]},
+              "mark": "point", "encoding": {"x": {"field": "a", "type": "quantitative"},
+                                            "y": {"field": "b", "type": "quantitative"}}}
+             for k in range(1, 5)]
+    done = []
+    thread = threading.Thread(target=lambda: done.append(fig_render.draw_all(specs, tmp_path / "c")), daemon=True)
+    thread.start()
+    thread.join(timeout=120)
+    assert done, "drawing through the worker did not finish: the pipes are jammed"
+    assert len(worker._workers) == 1 and len(done[0]) == 4 and all("<svg" in svg for _, svg in done[0])
