@@ -11,7 +11,6 @@ from pathlib import Path
 
 from markupsafe import Markup, escape
 
-from . import figures as figures_module
 from .errors import BuildError, FixtureProblem
 from .mathml import to_mathml
 from .numbers import unbound_numbers
@@ -352,6 +351,7 @@ class PageRenderer:
             return Markup("")  # the pre-pass (collect_figures) already reported what is wrong
         self.fig_order += 1
         self.out.figure_count += 1
+        from . import figures as figures_module   # imported by the first figure: a prose page needs none of it
         render_figure, FigureContext = figures_module.render_figure, figures_module.FigureContext
         ctx = FigureContext(
             resolve_path=self.resolver.path_for,

@@ -3,13 +3,12 @@ fixtures and their line views, the bundles' zips, the static and figure assets a
 as one map {path under the site root: bytes}. Every output path is checked."""
 from __future__ import annotations
 
-from xml.sax.saxutils import escape as xml_escape
+from html import escape as html_escape
 
 import jinja2
 from markupsafe import Markup, escape
 
 from .. import bundles as bundle_kit
-from .. import figures
 from .. import reader
 from ..errors import BuildError
 from ..paths import check_out_rel
@@ -70,7 +69,7 @@ def publish(bundled: Bundled) -> BuildResult:
         out[f"assets/{rel[len('templates/static/'):]}"] = site.files.read_bytes(rel)
     if any(o.figure_count for o in rendered.outputs):
         try:
-            assets = memo.figure_assets(lambda: figures.figure_assets(site.root / ".cache" / "figures"))
+            assets = memo.figure_assets(lambda: _figure_assets(site))
             out.update({f"assets/{name}": data for name, data in assets.items()})
         except Exception as exc:  # vl-convert's runtime could not be produced
             errors.add(BuildError(f"figures: cannot produce the figure assets: {exc}"))
@@ -78,6 +77,12 @@ def publish(bundled: Bundled) -> BuildResult:
         out["sitemap.xml"] = _sitemap(site.config.base_url, [site.pages[n] for n in site.order])
     _check_outputs(out, errors)
     return BuildResult(errors, out, bundle_pages, note=memo.summary() if memo.enabled else "", memo=memo)
+
+
+def _figure_assets(site: Site) -> dict:
+    from .. import figures   # imported only when the assets are not in the page cache
+
+    return figures.figure_assets(site.root / ".cache" / "figures")
 
 
 def _check_outputs(out: dict, errors) -> None:
@@ -139,6 +144,7 @@ def _page_html(site: Site, page, rendered, bundle, honesty=None, extra=None) -> 
                    for gid, title, group in groups if group]
     common = _common(site, page, prefix)
     if rendered.figure_count:
+        from .. import figures   # imported by the first page with figures
         common["extra_head"] = Markup(figures.figure_head_html(prefix + "assets/"))
     template = site.jinja.get_template("page.html")
     return template.render(
@@ -165,6 +171,6 @@ def _source_view(site: Site, rel: str, data: bytes) -> bytes:
 
 def _sitemap(base_url: str, pages) -> bytes:
     base = base_url.rstrip("/") + "/"
-    urls = "".join(f"  <url><loc>{xml_escape(base + url_path(p.url))}</loc></url>\n" for p in pages)
+    urls = "".join(f"  <url><loc>{html_escape(base + url_path(p.url), quote=False)}</loc></url>\n" for p in pages)
     return ('<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
             f"{urls}</urlset>\n").encode()
