@@ -44,6 +44,13 @@ def test_every_registered_family_is_tested_here():
         assert cls.model_type == model_type
 
 
+def _saved_and_loaded(model, folder):
+    """The model saved with a word tokenizer of its 80-token vocabulary, loaded back by `measure`."""
+    model.save_pretrained(folder)
+    save_word_tokenizer(list(SPECIALS) + [f"w{i}" for i in range(76)], folder)
+    return load(str(folder), ORGANISM)
+
+
 @pytest.mark.parametrize("family", TESTED)
 def test_family(family, tmp_path):
     config, cls = _config(family)
@@ -51,9 +58,7 @@ def test_family(family, tmp_path):
     model = cls(config)
     with torch.no_grad():
         model.score.weight.mul_(20)
-    model.save_pretrained(tmp_path)
-    save_word_tokenizer(list(SPECIALS) + [f"w{i}" for i in range(76)], tmp_path)
-    adapter = load(str(tmp_path), ORGANISM)
+    adapter = _saved_and_loaded(model, tmp_path)
     assert type(adapter.family) is FAMILIES[family]
     gen = torch.Generator().manual_seed(2)
     seqs = [torch.randint(4, 80, (int(n),), generator=gen).tolist() for n in (9, 7, 6, 8)]
@@ -92,9 +97,7 @@ def _tiny_bert(tmp_path):
     model = MiniLMRewardModel(config)
     with torch.no_grad():
         model.heads.weight.mul_(20)
-    model.save_pretrained(tmp_path)
-    save_word_tokenizer(list(SPECIALS) + [f"w{i}" for i in range(76)], tmp_path)
-    return load(str(tmp_path), ORGANISM)
+    return _saved_and_loaded(model, tmp_path)
 
 
 def test_bert_family(tmp_path):
