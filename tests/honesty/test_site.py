@@ -18,11 +18,17 @@ def test_header_says_no_independent_reproduction_while_there_is_none(tmp_path):
     assert "<dt>reproduction</dt><dd>No independent reproduction recorded</dd>" in html
 
 
-def test_header_line_and_registry_come_from_the_records(tmp_path, tiny_bundle):
+def _site_with_a_recorded_run(tmp_path, tiny_bundle):
+    """A study site whose reproductions/ holds one record of its bundle run here."""
     root = make_study_site(tmp_path)
     done = run_record(unzip(tiny_bundle, tmp_path / "dl" / "tiny"))
     (root / "reproductions" / "tiny").mkdir(parents=True)
     (root / "reproductions" / "tiny" / "here.yaml").write_text(done.stdout)
+    return root
+
+
+def test_header_line_and_registry_come_from_the_records(tmp_path, tiny_bundle):
+    root = _site_with_a_recorded_run(tmp_path, tiny_bundle)
     result, errors = build_site(root)
     assert errors == []
     html = result.files["studies/tiny/index.html"].decode()
@@ -76,10 +82,7 @@ def test_a_bad_registration_fails_the_build(tmp_path):
 
 
 def test_page_names_the_zip_each_matching_record_ran(tmp_path, tiny_bundle):
-    root = make_study_site(tmp_path)
-    done = run_record(unzip(tiny_bundle, tmp_path / "dl" / "tiny"))
-    (root / "reproductions" / "tiny").mkdir(parents=True)
-    (root / "reproductions" / "tiny" / "here.yaml").write_text(done.stdout)
+    root = _site_with_a_recorded_run(tmp_path, tiny_bundle)
     result, errors = build_site(root)
     html = result.files["studies/tiny/index.html"].decode()
     assert errors == [] and f"this bundle: zip sha256 <code>{tiny_bundle.sha256[:16]}</code>" in html
