@@ -127,13 +127,18 @@ class Rows:
         if not has_row:
             raise FixtureProblem("has no rows: an empty JSONL file would show a count of 0 or an empty figure", rel)
 
-    def __iter__(self):
+    def _keep(self) -> list[dict] | None:
+        """The parsed rows of a file small enough to keep (parsed on first use); None otherwise."""
         if self._kept is None and self.path.stat().st_size <= KEEP_BYTES:
             self._kept = list(self._parse())
-        if self._kept is None:
+        return self._kept
+
+    def __iter__(self):
+        kept = self._keep()
+        if kept is None:
             yield from self._parse()
         else:
-            for row in self._kept:
+            for row in kept:
                 yield dict(row)
 
     def remember(self, key, compute):
@@ -152,9 +157,8 @@ class Rows:
     def all_rows(self, required: tuple = ()) -> list[dict]:
         """Every row, parsed once and shared, for readers that only read (the figures); each row
         must hold the `required` fields as finite values (checked once per build)."""
-        if self._kept is None and self.path.stat().st_size <= KEEP_BYTES:
-            self._kept = list(self._parse())
-        rows = self._kept if self._kept is not None else list(self._parse())
+        kept = self._keep()
+        rows = kept if kept is not None else list(self._parse())
         return self.remember(("rows", required), lambda: _holding(rows, required, self.rel))
 
     def _parse(self):

@@ -48,12 +48,10 @@ class Rendered:
         its block's line, and its place stays empty."""
         for drawing, fig_id, line in self.drawings:
             try:
-                html, files = drawing.future.result()
+                self.html = drawing.put_into(self.html, self.files)
             except Exception as exc:  # what drawing raised: reported as render_figure's errors are
                 errors.add(BuildError(f"figure {fig_id}: {type(exc).__name__}: {exc}", page.where(line)))
-                html, files = "", {}
-            self.html = self.html.replace(drawing.token, html, 1)
-            self.files.update(files)
+                self.html = self.html.replace(drawing.token, "", 1)
         self.drawings = []
 
 

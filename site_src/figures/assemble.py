@@ -41,7 +41,7 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
             vl["config"] = _merge(vega_config(PALETTES[theme]), vl.get("config", {}))
             vl["description"] = parts.alt
             vls.append(vl)
-        job = render.start_draws(vls, ctx.cache_dir)   # the dark one goes to the second process now
+        job = render.start_draws(vls, ctx.cache_dir)   # handed to the worker processes now
         out.append(_controls(dom_id, parts))
         drawing = Drawing(f"<!--figure-drawing:{_NONCE}:{figure_id}-->",
                           render.later(lambda: _drawn(render.finish_draws(job), dom_id, figure_id, parts.alt, prefix)))

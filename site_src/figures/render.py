@@ -16,7 +16,7 @@ import vl_convert
 
 from safe_io import write_atomic
 
-from . import worker
+from . import vl_calls, worker
 from .svg_slim import slim_svg
 from .theme import FONT
 
@@ -72,7 +72,7 @@ def finish_draws(job: tuple) -> list[tuple[dict, str]]:
     cache_dir, out, todo, handed = job
     for i, vl_spec, vg_path, svg_path in todo:
         drawn = worker.result(handed.get(i))
-        vg_spec, raw_svg = (drawn["vega"], drawn["svg"]) if drawn is not None else _draw(vl_spec)
+        vg_spec, raw_svg = (drawn["vega"], drawn["svg"]) if drawn is not None else vl_calls.draw(vl_spec, VL_VERSION)
         svg = canonical_ids(raw_svg)
         cache_dir.mkdir(parents=True, exist_ok=True)
         # builds may run side by side (serve + build): never leave a half-written cache entry
@@ -90,12 +90,6 @@ _DRAWING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="figure-draw")
 def later(job) -> Future:
     """`job()` on the drawing thread."""
     return _DRAWING.submit(job)
-
-
-def _draw(vl_spec: dict) -> tuple[dict, str]:
-    vg_spec = vl_convert.vegalite_to_vega(vl_spec, vl_version=VL_VERSION)
-    vg_spec.pop("$schema", None)
-    return vg_spec, vl_convert.vega_to_svg(vg_spec, allowed_base_urls=[])
 
 
 _FONT_ATTR = FONT  # as vl-convert writes it in each <text> (single quotes kept)

@@ -16,7 +16,7 @@ import vl_convert
 
 from safe_io import write_atomic
 
-from . import worker
+from . import vl_calls, worker
 from .render import VL_VERSION
 
 RUNTIME = "vega-runtime.js"
@@ -83,5 +83,5 @@ def _runtime(cache_dir: Path | None) -> bytes:
 def _bundle() -> bytes:
     text = worker.result(_prefetched.pop("bundle", None))
     if text is None:
-        text = vl_convert.javascript_bundle(snippet=_SNIPPET, vl_version=VL_VERSION)
+        text = vl_calls.bundle(_SNIPPET, VL_VERSION)
     return text.encode("utf-8")

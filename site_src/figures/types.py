@@ -35,6 +35,13 @@ class Drawing:
     token: str
     future: Any   # concurrent.futures.Future of (html, {path: bytes})
 
+    def put_into(self, html: str, files: dict) -> str:
+        """`html` with the drawing in place of the token, its files added to `files` (waits for
+        it; raises what drawing raised)."""
+        drawn, extra = self.future.result()
+        files.update(extra)
+        return html.replace(self.token, drawn, 1)
+
 
 @dataclass
 class RenderedFigure:
@@ -48,9 +55,8 @@ class RenderedFigure:
         """The figure with its drawing in place (waits for it; raises what drawing raised)."""
         if self.drawing is None:
             return self
-        html, files = self.drawing.future.result()
-        return RenderedFigure(self.body_html.replace(self.drawing.token, html, 1), {**self.files, **files},
-                              self.marks, self.sources)
+        files = dict(self.files)
+        return RenderedFigure(self.drawing.put_into(self.body_html, files), files, self.marks, self.sources)
 
 
 @dataclass

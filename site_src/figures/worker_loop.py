@@ -1,27 +1,29 @@
-"""The second vl-convert process (site_src/figures/worker.py starts it): reads one JSON request
+"""A vl-convert worker process (site_src/figures/worker.py starts it): reads one JSON request
 per line on stdin, writes one JSON answer per line on stdout, until stdin closes.
 
-It imports nothing of the generator (it runs with `python -I`), only vl-convert: a request is
-the arguments of one vl-convert call, and an answer its result or its error.
+It imports nothing of the generator (it runs with `python -I`) but vl_calls.py beside it: a
+request names one of its calls and gives the arguments, an answer is the result or the error.
 """
 import base64
 import json
+import os
 import sys
 
 import vl_convert
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # `-I` leaves this folder out
+import vl_calls  # noqa: E402
 
 
 def answer(request: dict):
     op = request["op"]
     if op == "draw":   # Vega-Lite -> (Vega, SVG)
-        vega = vl_convert.vegalite_to_vega(request["spec"], vl_version=request["vl_version"])
-        vega.pop("$schema", None)
-        return {"vega": vega, "svg": vl_convert.vega_to_svg(vega, allowed_base_urls=[])}
+        vega, svg = vl_calls.draw(request["spec"], request["vl_version"])
+        return {"vega": vega, "svg": svg}
     if op == "png":   # Vega -> PNG bytes, as base64 text
-        png = vl_convert.vega_to_png(request["spec"], scale=request["scale"], allowed_base_urls=[])
-        return base64.b64encode(png).decode("ascii")
+        return base64.b64encode(vl_calls.png(request["spec"], request["scale"])).decode("ascii")
     if op == "bundle":
-        return vl_convert.javascript_bundle(snippet=request["snippet"], vl_version=request["vl_version"])
+        return vl_calls.bundle(request["snippet"], request["vl_version"])
     if op == "version":
         return vl_convert.__version__
     raise ValueError(f"unknown request {op!r}")

@@ -63,19 +63,13 @@ def start_preview(body_html: str, page_files: dict, cache_dir: Path) -> None:
         _started[path] = future
 
 
-def _draw_png(spec: dict) -> bytes:
-    import vl_convert
-
-    return vl_convert.vega_to_png(spec, scale=SCALE, allowed_base_urls=[])
-
-
 def render_png(spec: dict, cache_dir: Path) -> bytes:
     path = _cache_path(spec, cache_dir)
     if path.is_file():
         return path.read_bytes()
-    from site_src.figures import worker
+    from site_src.figures import vl_calls, worker
     drawn = worker.result(_started.pop(path, None))
-    data = base64.b64decode(drawn) if drawn is not None else _draw_png(spec)
+    data = base64.b64decode(drawn) if drawn is not None else vl_calls.png(spec, SCALE)
     write_atomic(path, data)
     return data
 

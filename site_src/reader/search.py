@@ -32,7 +32,7 @@ INDEXED = "**/index.html"   # the content and registration pages; the line views
 
 def indexed(rel: str) -> bool:
     """Whether Pagefind reads the output file `rel` (the pages the --glob below matches)."""
-    return rel.endswith("index.html") and (rel == "index.html" or rel.endswith("/index.html"))
+    return rel == "index.html" or rel.endswith("/index.html")
 
 
 def _command(site: Path) -> list[str]:

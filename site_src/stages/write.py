@@ -23,11 +23,12 @@ def write_tree(files: dict, target: Path, names=None, previous: Path | None = No
     file of the `previous` build folder is hard-linked to it instead: most of a rebuild's output
     (the bundles' zips, the fixtures' copies) is unchanged, and writing it again was most of the
     time an edit waited for."""
+    inside = os.path.realpath(previous) + os.sep if previous is not None else None
     for rel in sorted(files) if names is None else names:
         path = target / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         data = files[rel]
-        if previous is not None and _same_as(previous / rel, data, previous):
+        if inside is not None and _same_as(previous / rel, data, inside):
             try:
                 os.link(previous / rel, path)
                 continue
@@ -39,9 +40,9 @@ def write_tree(files: dict, target: Path, names=None, previous: Path | None = No
             path.write_bytes(data)
 
 
-def _same_as(old: Path, data, previous: Path) -> bool:
+def _same_as(old: Path, data, inside: str) -> bool:
     try:
-        if not old.is_file() or not os.path.realpath(old).startswith(os.path.realpath(previous) + os.sep):
+        if not old.is_file() or not os.path.realpath(old).startswith(inside):
             return False   # a link planted in the old build is never followed out of it
         if isinstance(data, CopiedFile):
             return old.stat().st_size == data.path.stat().st_size and filecmp.cmp(old, data.path, shallow=False)
@@ -64,6 +65,7 @@ def _write_checked(result: BuildResult, target: Path, previous: Path | None = No
     everything else meanwhile, then wait for the index: all before the swap."""
     names = sorted(result.files)
     pages = [rel for rel in names if reader.search_reads(rel)]
+    rest = [rel for rel in names if not reader.search_reads(rel)]
     write_tree(result.files, target, pages, previous)
     indexing = None
     if result.ok:
@@ -72,7 +74,7 @@ def _write_checked(result: BuildResult, target: Path, previous: Path | None = No
         except reader.SearchError as exc:
             result.errors.add(BuildError(str(exc)))
     try:
-        write_tree(result.files, target, [rel for rel in names if not reader.search_reads(rel)], previous)
+        write_tree(result.files, target, rest, previous)
         _verify_bundles(target, result)
     except BaseException:
         if indexing is not None:

@@ -139,15 +139,15 @@ def test_all_kinds_together_are_valid_html(ctx, tmp_path):
 
 
 def test_the_second_process_draws_what_this_one_would(ctx, tmp_path, monkeypatch):
-    """Figures drawn by the second vl-convert process (site_src/figures/worker.py) are the same
+    """Figures drawn by the vl-convert worker processes (site_src/figures/worker.py) are the same
     bytes as drawn here; a worker that cannot run only means this process draws them all."""
     from site_src.figures import render as fig_render
-    from site_src.figures import worker
+    from site_src.figures import vl_calls, worker
 
     specs = [{"data": {"values": [{"a": i, "b": (i * 7) % 5} for i in range(30)]}, "mark": mark,
               "encoding": {"x": {"field": "a", "type": "quantitative"}, "y": {"field": "b", "type": "quantitative"}}}
              for mark in ("point", "line", "bar")]
-    here = [fig_render._draw(dict(s)) for s in specs]
+    here = [vl_calls.draw(dict(s), fig_render.VL_VERSION) for s in specs]
     here = [(vg, fig_render.canonical_ids(svg)) for vg, svg in here]
     handed = []
     real_submit = worker.submit

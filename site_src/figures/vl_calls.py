@@ -1,0 +1,19 @@
+"""The vl-convert calls a build makes, one function each, and nothing else: the build's own
+process (render.py, preview.py, runtime.py) and the worker processes (worker_loop.py, which runs
+with `python -I` and imports this file from its folder) make them through the same code."""
+import vl_convert
+
+
+def draw(vl_spec: dict, vl_version: str) -> tuple[dict, str]:
+    """Vega-Lite -> (Vega spec without its `$schema`, SVG), fetching nothing."""
+    vega = vl_convert.vegalite_to_vega(vl_spec, vl_version=vl_version)
+    vega.pop("$schema", None)
+    return vega, vl_convert.vega_to_svg(vega, allowed_base_urls=[])
+
+
+def png(vega_spec: dict, scale: float) -> bytes:
+    return vl_convert.vega_to_png(vega_spec, scale=scale, allowed_base_urls=[])
+
+
+def bundle(snippet: str, vl_version: str) -> str:
+    return vl_convert.javascript_bundle(snippet=snippet, vl_version=vl_version)
