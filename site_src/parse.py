@@ -220,10 +220,9 @@ def _json_positions(text: str):
     """The node tree (for file lines) of a JSON text `json` has already accepted within the bounds.
     libyaml's composer does it about ten times faster than PyYAML's; the bounded composer is the
     fallback, and names the line of anything YAML reads differently from JSON."""
-    fast = getattr(yaml, "CSafeLoader", None)
-    if fast is not None:
+    if _FAST is not None:
         try:
-            return yaml.compose(text, Loader=fast)
+            return yaml.compose(text, Loader=_FAST)
         except yaml.YAMLError:
             pass
     node, loader = compose(text)

@@ -173,8 +173,7 @@ class OutputFolder:
                 if real.is_relative_to(self.root / inner):
                     return f"{out} lies inside the repository's {inner}/: choose an output folder of its own"
         if os.path.islink(out):
-            target = Path(os.path.realpath(out))
-            if target.parent != Path(os.path.realpath(self.builds)) or not _is_stamped(target):
+            if self.live() is None:
                 return (f"{out} is a symbolic link to {os.readlink(out)}, which is not a build folder of this "
                         f"generator: refusing to touch it")
             return None

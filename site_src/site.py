@@ -40,7 +40,7 @@ def collect(root: Path, incremental: bool = False) -> BuildResult:
     if site is None:
         return BuildResult(errors)
     numbered = number_figures(site, incremental)
-    if numbered.figures and not numbered.memo.has_figure_assets():   # bundled in a second process meanwhile
+    if numbered.figures and not numbered.memo.has_figure_assets():   # bundled by a worker process meanwhile
         from . import figures
         figures.prefetch_runtime(root / ".cache" / "figures")
     started = start_bundles(numbered)   # stage 4's checks run beside stage 3 (subprocesses)
