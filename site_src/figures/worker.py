@@ -120,7 +120,6 @@ def submit(op: str, **args) -> Future | None:
         return None
     future = worker.submit(op, **args)
     future.worker_version = worker.version
-    future.worker = worker
     return future
 
 

@@ -43,10 +43,9 @@ def start_bundles(numbered: Numbered) -> dict[str, Future]:
     return started
 
 
-def build_bundles(rendered: RenderedSite, started: dict[str, Future] | None = None) -> Bundled:
+def build_bundles(rendered: RenderedSite, started: dict[str, Future]) -> Bundled:
+    """Collect what `start_bundles` started, in page order."""
     site = rendered.numbered.site
-    if started is None:
-        started = start_bundles(rendered.numbered)
     built: dict = {}
     for output in rendered.outputs:
         page = output.page
