@@ -269,6 +269,11 @@ def _reformat(resolved: Resolved, ref: Ref) -> Resolved:
                     ref.spec, ref.minus, items)
 
 
+def find_entry(fx: Structured, key: tuple):
+    """The entry of a parsed fixture at a key path (None when there is none), as FILE#KEY reads it."""
+    return _find(fx, key)
+
+
 def _find(fx: Structured, key: tuple):
     """The entry at a key path; a segment of digits names a list index, or an object's key "0"."""
     path: tuple = ()

@@ -55,6 +55,8 @@ class Honesty:
             self._registrations = registrations.load_all(self.root, self.resolver, self.errors, refusal=self.refusal)
             for verified in self._registrations:
                 self.resolver.used[verified.registration.rel] = True
+                if verified.superseded is not None:     # its page links to the entry's line view
+                    self.resolver.used["registrations/superseded.yaml"] = True
         return self._registrations
 
     def registered_studies(self) -> set[str]:

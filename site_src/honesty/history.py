@@ -1,19 +1,22 @@
 """What git's history says about when a file first held its current content.
 
 The registration check needs three facts: the commit that first added a record (and the record's
-bytes there), the earliest commit whose version of each data file equals the file as it is now,
-and whether one commit is a strict ancestor of another. All of them come from `git` itself; a
-missing git or a shallow clone (whose history is cut off) is an error, never a guess.
+bytes there), every commit that gave each data file its current content, and whether one commit
+is a strict ancestor of another. All of them come from `git` itself, over the full history: every
+commit reachable from HEAD, both sides of every merge (so data committed on a side branch before
+a record and merged after it is seen, as `git log --full-history` sees it, not hidden behind the
+merge as git's default history simplification would). A missing git or a shallow clone (whose
+history is cut off) is an error, never a guess.
 
 A build asks these questions dozens of times, so git is asked a fixed number of times instead:
 one `git log` of HEAD's whole history (every commit's date and parents, and what it changed
 against its parent), one `git diff-tree` for what each merge changed against each of its parents
 (none in a history without merges), the build's one `git status` (a data file it does not list
-holds HEAD's blob) and, only for data files it lists, one `git hash-object` process. The questions are then answered here the way git answers them: "the commits
-that touched PATH" walks the history as `git log -- PATH` does (its default history
-simplification, commits in committer-date order), so the oldest commit is the one that command
-lists last. tests/honesty/test_history.py compares every answer with git's own on repositories
-with merges, deleted and re-added files and reverted content.
+holds HEAD's blob) and, only for data files it lists, one `git hash-object` process. The questions
+are then answered here the way git answers them: "the commits that touched PATH" walks the
+history as `git log --full-history -- PATH` does (commits in committer-date order), so the oldest
+commit is the one that command lists last. tests/honesty/test_history.py compares every answer
+with git's own on repositories with merges, deleted and re-added files and reverted content.
 """
 from __future__ import annotations
 
@@ -53,6 +56,7 @@ class _Graph:
     parents: dict = field(default_factory=dict)
     changes: dict = field(default_factory=dict)
     touched: dict = field(default_factory=dict)   # the same keys: changed paths and their folders
+    introduced: dict | None = None                # path -> [(commit, blob)], made when first asked
 
     def add_change(self, key: tuple, path: str, mode: str, blob: str) -> None:
         self.changes.setdefault(key, {})[path] = (mode, blob)
@@ -74,7 +78,7 @@ class History:
         self._prefix = ""               # the root's place in the work tree, as git's pathspecs see it
         self._graph_value: _Graph | None = None
         self._graph_error = ""
-        self._hasher: subprocess.Popen | None = None
+        self._processes: dict[str, subprocess.Popen] = {}   # hash-object, cat-file: one each, fed lines
         self._blob_ids: dict[str, str] = {}
 
     def git(self, *args: str, data: bytes | None = None) -> bytes:
@@ -178,15 +182,19 @@ class History:
         if block != len(pairs) - 1:
             raise BuildError(f"registrations/: git diff-tree answered {block + 1} of {len(pairs)} merge parents")
 
-    def shown(self, spec: str) -> list[str]:
-        """The commits `git log -- SPEC` lists, in its order (newest first, as it prints them).
+    def shown(self, spec: str, full: bool = False) -> list[str]:
+        """The commits `git log -- SPEC` lists (with `full`, `git log --full-history -- SPEC`), in
+        its order (newest first, as it prints them).
 
         git's walk: take the newest commit in the queue (by committer time; ties in the order
-        they were queued); a commit whose SPEC equals that of one of its parents (the first such)
-        is not shown and only that parent is followed; any other commit is shown and all its
-        parents are followed; a root commit is shown when it holds SPEC."""
+        they were queued). By default a commit whose SPEC equals that of one of its parents (the
+        first such) is not shown and only that parent is followed; any other commit is shown and
+        all its parents are followed. With `full` every parent is always followed, and a commit
+        is shown when SPEC differs from that of at least one parent. A root commit is shown when
+        it holds SPEC."""
         spec = spec.rstrip("/")
-        if spec not in self._shown:
+        token = (spec, full)
+        if token not in self._shown:
             graph = self._graph()
             queue, seen, out = [graph.head], {graph.head}, []
             while queue:
@@ -194,6 +202,8 @@ class History:
                 parents = graph.parents[sha]
                 if not parents:
                     same, follow = spec not in graph.touched[(sha, None)], ()
+                elif full:
+                    same, follow = all(spec not in graph.touched[(sha, p)] for p in parents), parents
                 else:
                     twin = next((p for p in parents if spec not in graph.touched[(sha, p)]), None)
                     same, follow = twin is not None, (twin,) if twin is not None else parents
@@ -206,8 +216,8 @@ class History:
                         queue.insert(at, parent)
                 if not same:
                     out.append(sha)
-            self._shown[spec] = out
-        return self._shown[spec]
+            self._shown[token] = out
+        return self._shown[token]
 
     # ------------------------------------------------------------ the questions
 
@@ -218,11 +228,12 @@ class History:
         return graph.date[sha]
 
     def first_commit(self, rel: str) -> Commit | None:
-        """The oldest commit that touched `rel` (None when it was never committed)."""
+        """The oldest commit that touched `rel` (None when it was never committed): the last one
+        `git log --full-history -- REL` lists, so a side branch merged later is not hidden."""
         if GLOB & set(rel) or rel.startswith(":"):
-            shas = self.git("log", "--format=%H", "--no-renames", "--", rel).decode().split()
+            shas = self.git("log", "--full-history", "--format=%H", "--no-renames", "--", rel).decode().split()
         else:
-            shas = self.shown(self._prefix + rel)
+            shas = self.shown(self._prefix + rel, full=True)
         return Commit(shas[-1], self.date(shas[-1])) if shas else None
 
     def content_at(self, sha: str, rel: str) -> bytes:
@@ -270,15 +281,24 @@ class History:
         mode, blob = graph.changes[(shown[0], parents[0] if parents else None)].get(path, ("", ""))
         return blob if mode in ("100644", "100755") else None
 
-    def _hash(self, rel: str) -> str:
-        if self._hasher is None:
+    def _process(self, name: str, *args: str) -> subprocess.Popen:
+        """The build's one long-lived `git ARGS` process of this kind, fed a line at a time."""
+        if name not in self._processes:
             try:
-                self._hasher = subprocess.Popen(
-                    ["git", "-C", str(self.root), "hash-object", "--stdin-paths"], stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "GIT_FLUSH": "1"})
+                self._processes[name] = subprocess.Popen(
+                    ["git", "-C", str(self.root), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, env={**os.environ, "GIT_FLUSH": "1"})
             except FileNotFoundError:
                 raise BuildError("registrations/: checking a registration needs git, and git is not installed") from None
-        hasher = self._hasher
+        return self._processes[name]
+
+    def _failed(self, name: str, process: subprocess.Popen) -> BuildError:
+        message = process.stderr.read().decode("utf-8", "replace").strip().splitlines()  # git stopped: why
+        self.close()
+        return BuildError(f"registrations/: git {name} failed: {message[0] if message else process.returncode}")
+
+    def _hash(self, rel: str) -> str:
+        hasher = self._process("hash-object", "hash-object", "--stdin-paths")
         try:
             hasher.stdin.write(rel.encode("utf-8", "surrogateescape") + b"\n")
             hasher.stdin.flush()
@@ -287,24 +307,84 @@ class History:
             line = b""
         if line:
             return line.decode()
-        message = hasher.stderr.read().decode("utf-8", "replace").strip().splitlines()  # git stopped: why
-        self.close()
-        raise BuildError(f"registrations/: git hash-object failed: {message[0] if message else hasher.returncode}")
+        raise self._failed("hash-object", hasher)
+
+    def _object(self, rev: str, limit: int) -> tuple[str, bytes | None] | None:
+        """(type, bytes) of the object `rev` names (bytes None when over `limit`), or None when
+        there is none: one `git cat-file --batch` process for the whole build."""
+        if "\n" in rev or "\r" in rev:
+            return None
+        reader = self._process("cat-file", "cat-file", "--batch")
+        try:
+            reader.stdin.write(rev.encode("utf-8", "surrogateescape") + b"\n")
+            reader.stdin.flush()
+            header = reader.stdout.readline().split()
+        except BrokenPipeError:
+            header = []
+        if len(header) == 2:
+            return None     # "<rev> missing" or "<rev> ambiguous"
+        if len(header) != 3:
+            raise self._failed("cat-file", reader)
+        kind, size = header[1].decode(), int(header[2])
+        data, left = [], size
+        while left:         # read what git sends in any case; keep it only within the limit
+            chunk = reader.stdout.read(min(left, 1 << 20))
+            if not chunk:
+                raise self._failed("cat-file", reader)
+            left -= len(chunk)
+            if size <= limit:
+                data.append(chunk)
+        reader.stdout.read(1)   # the newline after the contents
+        return kind, (b"".join(data) if size <= limit else None)
+
+    def file_at(self, sha: str, rel: str, limit: int) -> bytes | None:
+        """The bytes of `rel` in commit `sha`; None when it holds no such file. Raises BuildError
+        when the file is over `limit` bytes."""
+        found = self._object(f"{sha}:{self._prefix}{rel}", limit)
+        if found is None or found[0] != "blob":
+            return None
+        if found[1] is None:
+            raise BuildError(f"registrations/: {rel} at {sha[:12]} is over {limit:,} bytes")
+        return found[1]
+
+    def files_at(self, sha: str, folder: str, limit: int = 100_000) -> dict[str, str]:
+        """{path relative to the root: blob id} of every file (and link) under `folder` in commit
+        `sha`, as `git ls-tree -r` lists them; empty when the folder is not there."""
+        oid_bytes = len(sha) // 2
+        out: dict[str, str] = {}
+        pending = [(f"{sha}:{self._prefix}{folder.rstrip('/')}", folder.rstrip("/"))]
+        while pending:
+            rev, base = pending.pop()
+            found = self._object(rev, 64 * 2**20)
+            if found is None or found[0] != "tree" or found[1] is None:
+                continue
+            data, i = found[1], 0
+            while i < len(data):
+                space, nul = data.index(b" ", i), data.index(b"\0", i)
+                mode, name = data[i:space].decode(), data[space + 1:nul].decode("utf-8", "surrogateescape")
+                oid, i = data[nul + 1:nul + 1 + oid_bytes].hex(), nul + 1 + oid_bytes
+                if mode == "40000":
+                    pending.append((oid, f"{base}/{name}"))
+                elif mode in BLOB_MODES:
+                    out[f"{base}/{name}"] = oid
+                if len(out) + len(pending) > limit:
+                    raise BuildError(f"registrations/: {folder} at {sha[:12]} holds more than {limit:,} files")
+        return dict(sorted(out.items()))
 
     def close(self) -> None:
-        """End the hash-object process (a later question starts another)."""
-        hasher, self._hasher = self._hasher, None
-        if hasher is not None:
-            for stream in (hasher.stdin, hasher.stdout, hasher.stderr):
+        """End the hash-object and cat-file processes (a later question starts others)."""
+        processes, self._processes = self._processes, {}
+        for process in processes.values():
+            for stream in (process.stdin, process.stdout, process.stderr):
                 try:
                     stream.close()
                 except OSError:
                     pass
             try:
-                hasher.wait(timeout=TIMEOUT_S)
+                process.wait(timeout=TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                hasher.kill()
-                hasher.wait()
+                process.kill()
+                process.wait()
 
     def __del__(self) -> None:   # dropped without close(): end the process all the same
         try:
@@ -318,30 +398,60 @@ class History:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def first_holding(self, folder: str, rels: list[str]) -> dict[str, Commit | None]:
-        """For each file, the earliest commit whose version equals the working-tree file (None: never).
+    def introductions(self, rels: list[str], at: str | None = None,
+                      blobs: dict[str, str] | None = None) -> dict[str, tuple[Commit, ...]]:
+        """For each file, every commit that gave it its current content, oldest first (empty: none).
 
-        Asked once per study and build: several records of one study share the answer."""
-        token = (folder, tuple(rels))
+        "Current" is the working tree's file (at=None) or, with `at` and `blobs` ({rel: blob id}),
+        the file in commit `at`. A commit gave it when its change against one of its parents (a
+        root's against nothing) sets the file to that blob: over every commit of the history of
+        HEAD (or of `at`), merges included, which is what `git log --full-history -m --raw -- FILES`
+        shows. Asked once per study and build: several records of one study share the answer."""
+        token = (tuple(rels), at)
         if token not in self._holding:
-            self._holding[token] = self._first_holding(folder, rels)
+            self._holding[token] = self._introductions(rels, at, blobs)
         return self._holding[token]
 
-    def _first_holding(self, folder: str, rels: list[str]) -> dict[str, Commit | None]:
-        # What `git log --raw -- FOLDER` prints: the commits shown for the folder, each with its
-        # diff against its parent (a root against nothing; a merge with none), paths in the folder.
-        current = self.blob_ids(rels)
+    def _introductions(self, rels: list[str], at: str | None, blobs: dict[str, str] | None) -> dict:
         graph = self._graph()
-        spec = (self._prefix + folder).rstrip("/")
-        earliest: dict[str, str] = {}
-        for sha in self.shown(spec):
-            parents = graph.parents[sha]
-            if len(parents) > 1:
-                continue
-            for path, (_mode, blob) in graph.changes[(sha, parents[0] if parents else None)].items():
-                if (path == spec or path.startswith(spec + "/")) and current.get(path) == blob:
-                    earliest[path] = sha  # the walk runs newest first: the last hit is the earliest
-        return {rel: (Commit(earliest[rel], self.date(earliest[rel])) if rel in earliest else None) for rel in rels}
+        current = self.blob_ids(rels) if at is None else dict(blobs or {})
+        top = graph.head if at is None else at
+        within = self.ancestors(top) | {top}
+        index = self._introduced()
+        out = {}
+        for rel in rels:
+            found = {sha for sha, blob in index.get(self._prefix + rel, ()) if blob == current.get(rel) and sha in within}
+            out[rel] = tuple(Commit(sha, self.date(sha)) for sha in sorted(found, key=lambda c: (graph.time[c], c)))
+        return out
+
+    def _introduced(self) -> dict[str, list]:
+        """{path: [(commit, blob it set), ...]} over every change of every commit (merges against
+        each parent), read from the one history read."""
+        graph = self._graph()
+        if graph.introduced is None:
+            graph.introduced = {}
+            for (sha, _parent), changed in graph.changes.items():
+                for path, (mode, blob) in changed.items():
+                    if mode in BLOB_MODES:
+                        graph.introduced.setdefault(path, []).append((sha, blob))
+        return graph.introduced
+
+    def in_history(self, sha: str) -> bool:
+        """Whether `sha` (a full commit id) is HEAD or one of its ancestors."""
+        return sha in self._graph().parents
+
+    def ancestors(self, newer: str) -> set:
+        """Every strict ancestor of a commit of HEAD's history."""
+        graph = self._graph()
+        if newer not in self._ancestors:
+            found, stack = set(), [newer]
+            while stack:
+                for parent in graph.parents[stack.pop()]:
+                    if parent not in found:
+                        found.add(parent)
+                        stack.append(parent)
+            self._ancestors[newer] = found
+        return self._ancestors[newer]
 
     def is_strict_ancestor(self, older: str, newer: str) -> bool:
         if older == newer:
@@ -354,15 +464,7 @@ class History:
             except subprocess.CalledProcessError:
                 return False
             return True
-        if newer not in self._ancestors:
-            found, stack = set(), [newer]
-            while stack:
-                for parent in graph.parents[stack.pop()]:
-                    if parent not in found:
-                        found.add(parent)
-                        stack.append(parent)
-            self._ancestors[newer] = found
-        return older in self._ancestors[newer]
+        return older in self.ancestors(newer)
 
 
 def sha256(data: bytes) -> str:

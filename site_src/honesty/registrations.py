@@ -17,9 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BuildError, FixtureProblem
+from ..fixtures import Structured
+from ..parse import MAX_BYTES
 from ..receipts import Resolved
-from ..resolve import Resolver
+from ..refgrammar import RefSyntaxError, parse_key_path
+from ..resolve import Resolver, find_entry
+from . import superseded
 from .history import Commit, History, sha256
+from .superseded import Supersession
 from .yamlfile import Record, load_record, record_files
 
 FOLDER = "registrations"
@@ -82,10 +87,16 @@ class Verified:
     kill_value: Resolved | None
     prediction_holds: bool = False
     kill_holds: bool = False
+    superseded: Supersession | None = None   # judged on the data of an earlier commit, and replaced
 
     @property
     def awaiting(self) -> bool:
         return self.value is None
+
+    @property
+    def judges_current_data(self) -> bool:
+        """Whether the verdict is the current bundle's: what a `registered` rung may rest on."""
+        return not self.awaiting and self.superseded is None
 
     @property
     def verdict(self) -> str:
@@ -147,6 +158,8 @@ def parse(doc: Record) -> Registration:
         raise BuildError(f"id is {data['id']!r} but the file is {stem}.yaml: they must be equal", doc.where("id"))
     if not ID.fullmatch(stem):
         raise BuildError(f"a registration id must match {ID.pattern}", doc.where("id"))
+    if not ID.fullmatch(data["study"]):
+        raise BuildError(f"study must be a bundle folder name under bundles/ ({ID.pattern})", doc.where("study"))
     if not KEY_PATH.fullmatch(data["quantity"]):
         raise BuildError("quantity must be a key path into golden.json, such as key_recovery/overall/n", doc.where("quantity"))
     return Registration(
@@ -207,30 +220,46 @@ def check_frozen(reg: Registration, root: Path, history: History) -> Commit:
     return first
 
 
+def _check_precedes(reg: Registration, first: Commit, holding: dict, history: History, at: str = "") -> None:
+    """Every commit that gave a data file its content (`holding`: {file: commits}) must come after
+    the record's first commit: a strict descendant of it, whatever branch it was made on."""
+    for rel, commits in holding.items():
+        if not commits:
+            raise BuildError(f"{rel} is not committed in its current form, so the build cannot show the record came "
+                             "first; commit the data", reg.doc.where("study"))
+        for commit in commits:
+            if not history.is_strict_ancestor(first.sha, commit.sha):
+                held = f"held at {at[:12]} " if at else ""
+                raise BuildError(f"is newer than its data: the record was first committed in {first.short} ({first.date}), "
+                                 f"but {rel} {held}holds content committed in {commit.short} ({commit.date}), which "
+                                 "does not come after it; a prediction must be committed before the data it predicts",
+                                 reg.doc.where("study"))
+
+
 def check_history(reg: Registration, root: Path, history: History) -> tuple[Commit, tuple]:
     """(the record's first commit, the data's first commits); BuildError naming the record's line."""
     first = check_frozen(reg, root, history)
     files = data_files(root, reg.study)
     if not files:
         raise BuildError(f"bundles/{reg.study}/ holds no data", reg.doc.where("study"))
-    holding = history.first_holding(f"bundles/{reg.study}", files)
+    holding = history.introductions(files)
+    _check_precedes(reg, first, holding, history)
+    return first, _by_first_commit(files, holding)
+
+
+def _by_first_commit(files: list[str], holding: dict) -> tuple:
+    """((Commit, files), ...): the files grouped by the oldest commit that gave them their content."""
     by_commit: dict[str, list] = {}
     for rel in files:
-        commit = holding[rel]
-        if commit is None:
-            raise BuildError(f"{rel} is not committed in its current form, so the build cannot show the record came "
-                             "first; commit the data", reg.doc.where("study"))
-        if not history.is_strict_ancestor(first.sha, commit.sha):
-            raise BuildError(f"is newer than its data: the record was first committed in {first.short} ({first.date}), "
-                             f"but {rel} holds content first committed in {commit.short} ({commit.date}), which does "
-                             "not come after it; a prediction must be committed before the data it predicts",
-                             reg.doc.where("study"))
+        commit = holding[rel][0]
         by_commit.setdefault(commit.sha, [commit, []])[1].append(rel)
-    groups = sorted(((c, tuple(f)) for c, f in by_commit.values()), key=lambda g: (g[0].date, g[0].sha))
-    return first, tuple(groups)
+    return tuple(sorted(((c, tuple(f)) for c, f in by_commit.values()), key=lambda g: (g[0].date, g[0].sha)))
 
 
-def verify(reg: Registration, root: Path, history: History, resolver: Resolver) -> Verified:
+def verify(reg: Registration, root: Path, history: History, resolver: Resolver,
+           supersession: Supersession | None = None) -> Verified:
+    if supersession is not None:
+        return verify_superseded(reg, root, history, supersession)
     if not (root / "bundles" / reg.study).is_dir():
         # Frozen before its data exist: the normal state between the two commits. It is listed as
         # awaiting data (its study name shown), never as a verdict.
@@ -240,6 +269,51 @@ def verify(reg: Registration, root: Path, history: History, resolver: Resolver) 
     commit, data = check_history(reg, root, history)
     return Verified(reg, commit, data, value, kill_value,
                     prediction_holds=reg.prediction.holds(value.value), kill_holds=reg.kill.holds(kill_value.value))
+
+
+def verify_superseded(reg: Registration, root: Path, history: History, item: Supersession) -> Verified:
+    """A superseded record, judged on its study's data as they were in commit `judged_at`: the
+    record frozen, that commit on HEAD's history, the record before every commit that gave those
+    data their content, and the verdict from that commit's golden.json."""
+    first = check_frozen(reg, root, history)
+    if not history.in_history(item.judged_at):
+        raise BuildError(f"judged_at {item.short} is not a commit of HEAD's history: a record is judged on data "
+                         "this history holds", item.judged_where)
+    folder = f"bundles/{reg.study}"
+    blobs = {rel: blob for rel, blob in history.files_at(item.judged_at, folder).items()
+             if not SKIPPED.search(rel[len(folder) + 1:])}
+    if f"{folder}/golden.json" not in blobs:
+        raise BuildError(f"{folder}/golden.json is not in commit {item.short}: judged_at must be a commit holding "
+                         f"the data {reg.id} was judged on", item.judged_where)
+    files = sorted(blobs)
+    holding = history.introductions(files, item.judged_at, blobs)
+    _check_precedes(reg, first, holding, history, at=item.judged_at)
+    text = history.file_at(item.judged_at, f"{folder}/golden.json", MAX_BYTES)
+    value = _quantity_at(reg, "prediction", text, item)
+    kill_value = _quantity_at(reg, "kill", text, item)
+    return Verified(reg, first, _by_first_commit(files, holding), value, kill_value,
+                    prediction_holds=reg.prediction.holds(value.value), kill_holds=reg.kill.holds(kill_value.value),
+                    superseded=item)
+
+
+def _quantity_at(reg: Registration, key: str, data: bytes, item: Supersession) -> Resolved:
+    """The number at a condition's key path in golden.json as commit `judged_at` holds it; its
+    receipt names the commit and the file as `git show COMMIT:FILE` does, with no link (the site
+    publishes only the current files)."""
+    condition = reg.prediction if key == "prediction" else reg.kill
+    field_where = reg.doc.where("quantity") if key == "prediction" else reg.doc.where("kill", "quantity")
+    source = f"{item.short}:bundles/{reg.study}/golden.json"
+    try:
+        fixture = Structured(source, data.decode("utf-8"), ".json")
+        entry = find_entry(fixture, parse_key_path(condition.quantity))
+    except UnicodeDecodeError:
+        raise BuildError(f"{source} is not UTF-8 text", field_where) from None
+    except (FixtureProblem, RefSyntaxError) as exc:
+        raise BuildError(f"quantity {condition.quantity!r} does not resolve in {source}: {exc}", field_where) from None
+    if entry is None or not _number(entry.value):
+        found = "missing" if entry is None else repr(entry.value)
+        raise BuildError(f"quantity {condition.quantity!r} in {source} is {found}, not a finite number", field_where)
+    return Resolved(entry.value, source, entry.line, f"{source}#{condition.quantity}", "")
 
 
 def load_all(root: Path, resolver: Resolver, errors, history: History | None = None,
@@ -253,14 +327,25 @@ def load_all(root: Path, resolver: Resolver, errors, history: History | None = N
     history = history or History(root)
     out = []
     try:
+        supersessions, _doc = superseded.load(root, FOLDER, refusal)
+    except BuildError as exc:
+        errors.add(exc)
+        supersessions = {}
+    ids = set()
+    try:
         for path, rel in record_files(root, folder, lambda name: name.endswith(".yaml"),
-                                      "registrations/ holds records named <id>.yaml only", refusal, errors):
+                                      "registrations/ holds records named <id>.yaml only", refusal, errors,
+                                      skip=(superseded.NAME,)):
+            ids.add(path.stem)
             try:
-                out.append(verify(parse(load_record(path, rel)), root, history, resolver))
+                out.append(verify(parse(load_record(path, rel)), root, history, resolver, supersessions.get(path.stem)))
             except BuildError as exc:
                 errors.add(exc)
                 if "shallow" in exc.message or "needs git" in exc.message or "not a git" in exc.message:
                     break  # one line says it all; the other records would repeat it
+        else:
+            for problem in superseded.check_names(supersessions, ids):
+                errors.add(problem)
     finally:
-        history.close()   # its hash-object process
+        history.close()   # its hash-object and cat-file processes
     return out

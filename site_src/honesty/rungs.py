@@ -112,7 +112,7 @@ class PageCheck:
     # -- rungs -------------------------------------------------------------------------------
     def rung(self, trust, studies: set[str], line: int, what: str) -> None:
         if trust == "registered":
-            registered = {v.registration.study for v in self.honesty.registrations if not v.awaiting}
+            registered = {v.registration.study for v in self.honesty.registrations if v.judges_current_data}
             if not studies & registered:
                 named = ", ".join(sorted(studies)) or "no bundle"
                 self.error(f"{what} says 'registered', but no verified registration with a verdict concerns "

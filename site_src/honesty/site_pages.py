@@ -9,6 +9,9 @@ from markupsafe import Markup
 
 from ..receipt_html import receipt_html
 from ..receipts import Resolved
+from ..urls import source_href
+from .registrations import FOLDER
+from .superseded import NAME
 
 INDEX = "registrations/index.html"
 
@@ -48,6 +51,8 @@ def registration_pages(honesty, render) -> dict[str, bytes]:
             "value_html": receipts(item.value) if item.value else "", "kill_value_html": receipts(item.kill_value) if item.kill_value else "",
             "record_href": f"{prefix}source/{reg.rel}.html", "index_href": "../",
             "study_href": (prefix + study_urls[reg.study]) if reg.study in study_urls else "",
+            "replaced_href": f"../{item.superseded.replaced_by}/" if item.superseded and item.superseded.replaced_by else "",
+            "superseded_href": prefix + source_href(f"{FOLDER}/{NAME}", item.superseded.line) if item.superseded else "",
         }
         html = render("honesty/registration.html", prefix, title=f"Preregistration {reg.id}",
                       summary=reg.claim, provenance=receipts.rows, **context)

@@ -42,13 +42,14 @@ class Record:
                 raise BuildError(f"lacks {key!r}{missing}", self.where())
 
 
-def record_files(root: Path, folder: Path, named, name_rule: str, refusal, errors):
+def record_files(root: Path, folder: Path, named, name_rule: str, refusal, errors, skip: tuple = ()):
     """(path, repository-relative path) of each record file in `folder`, in name order.
 
-    Hidden files and folders are passed over; a file whose name `named` rejects, or that the path
-    policy's `refusal(rel)` refuses, is a build error (`name_rule` says how records are named)."""
+    Hidden files and folders, and the names in `skip`, are passed over; a file whose name `named`
+    rejects, or that the path policy's `refusal(rel)` refuses, is a build error (`name_rule` says
+    how records are named)."""
     for path in sorted(folder.iterdir()):
-        if path.name.startswith(".") or path.is_dir():
+        if path.name.startswith(".") or path.name in skip or path.is_dir():
             continue
         rel = path.relative_to(root).as_posix()
         if not named(path.name):

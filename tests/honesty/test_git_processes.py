@@ -133,3 +133,21 @@ def test_git_state_once_per_build_block(tmp_path, git_calls):
         assert git_state(repo.root) == (second, False)        # the next build sees the new one
     assert git_state(repo.root) == (second, False)            # and outside a build, git is asked each time
     assert asked() == 3
+
+
+def test_superseded_records_add_one_git_process_in_all(tmp_path, git_calls):
+    """Each superseded record is judged on an older commit's files, read by the build's one
+    `git cat-file --batch`, however many records are superseded."""
+    counts = []
+    for superseded in (1, 4):
+        repo = _site(tmp_path / str(superseded), registrations=4, later_commits=2)
+        judged = repo.git("rev-list", "--max-count=1", "HEAD~2").strip()
+        repo.write("registrations/superseded.yaml", "superseded:\n" + "".join(
+            f"  - id: tiny-{n}\n    judged_at: {judged}\n    reason: a test\n" for n in range(superseded)))
+        repo.commit("supersede", "registrations")
+        git_calls.clear()
+        result = _built(repo, repo.root / "public")
+        assert result.files["registrations/tiny-0/index.html"].count(b"<dt>superseded</dt>") == 1
+        counts.append(len(git_calls))
+        assert sum("cat-file" in call for call in git_calls) == 1
+    assert counts[0] == counts[1] <= GIT_PER_BUILD + 1, git_calls

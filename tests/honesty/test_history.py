@@ -85,36 +85,47 @@ def _subtle_history(root: Path) -> tuple[Git, dict]:
     return g, c
 
 
-def _git_log(g: Git, spec: str) -> list[str]:
-    return g("log", "--format=%H", "--no-renames", "--", spec).split()
+def _git_log(g: Git, spec: str, *options: str) -> list[str]:
+    return g("log", *options, "--format=%H", "--no-renames", "--", spec).split()
 
 
-def _git_first_holding(g: Git, folder: str, rels: list[str]) -> dict:
-    """The earliest commit of `git log --raw -- FOLDER` whose new blob equals the file now."""
-    current = dict(zip(rels, g("hash-object", "--stdin-paths", data="".join(r + "\n" for r in rels).encode()).split()))
-    earliest, sha = {}, ""
-    for line in g("log", "--format=commit %H", "--raw", "--no-abbrev", "--no-renames", "--", folder).splitlines():
+def _git_introductions(g: Git, folder: str, rels: list[str], at: str = "") -> dict:
+    """Every commit of `git log --full-history -m --raw [AT] -- FOLDER` whose new blob equals the
+    file now (or at AT), as a set."""
+    if at:
+        current = {rel: g("rev-parse", f"{at}:{rel}").strip() for rel in rels}
+    else:
+        current = dict(zip(rels, g("hash-object", "--stdin-paths", data="".join(r + "\n" for r in rels).encode()).split()))
+    found, sha = {rel: set() for rel in rels}, ""
+    for line in g("log", "--full-history", "-m", "--format=commit %H", "--raw", "--no-abbrev", "--no-renames",
+                  *([at] if at else []), "--", folder).splitlines():
         if line.startswith("commit "):
             sha = line.split()[1]
         elif line.startswith(":"):
             meta, _tab, path = line.partition("\t")
-            if current.get(path) == meta.split()[3]:
-                earliest[path] = sha
-    return {rel: earliest.get(rel) for rel in rels}
+            if path in current and current[path] == meta.split()[3]:
+                found[path].add(sha)
+    return found
 
 
 def _compare_with_git(g: Git, specs: list[str], folders: list[str]) -> History:
     history = History(g.root)
     history.require_full_history()
     for spec in specs:
-        listed = _git_log(g, spec)
-        assert history.shown(spec) == listed, spec
+        assert history.shown(spec) == _git_log(g, spec), spec
+        listed = _git_log(g, spec, "--full-history")
+        assert history.shown(spec, full=True) == listed, spec
         first = history.first_commit(spec)
         assert (first.sha if first else None) == (listed[-1] if listed else None), spec
     for folder in folders:
         rels = sorted(p.relative_to(g.root).as_posix() for p in (g.root / folder).rglob("*") if p.is_file())
-        got = {rel: c.sha if c else None for rel, c in history.first_holding(folder, rels).items()}
-        assert got == _git_first_holding(g, folder, rels), folder
+        got = {rel: {c.sha for c in commits} for rel, commits in history.introductions(rels).items()}
+        assert got == _git_introductions(g, folder, rels), folder
+        for at in g("rev-list", "HEAD").split()[::3]:     # as of an older commit, its own files
+            held = [r for r in g("ls-tree", "-r", "--name-only", at, "--", folder).split()]
+            blobs = {r: g("rev-parse", f"{at}:{r}").strip() for r in held}
+            got = {rel: {c.sha for c in commits} for rel, commits in history.introductions(held, at, blobs).items()}
+            assert got == _git_introductions(g, folder, held, at), (folder, at)
     shas = g("rev-list", "HEAD").split()
     for sha in shas:
         assert history.date(sha) == g("show", "-s", "--format=%cI", sha).strip()
@@ -137,13 +148,12 @@ def test_every_answer_is_gits_own(tmp_path):
     assert history.shown("data/v.json") == [c["b_gone"], c["root"]]     # the same on both sides: the first kept
     assert history.first_commit("data/w.json").sha == c["merge"]
     assert history.first_commit("nowhere.txt") is None
-    holding = history.first_holding("data", ["data/w.json", "data/x.json", "data/y.json", "data/z.json"])
-    assert holding["data/x.json"].sha == c["root"]                    # its content returned to the first one
-    assert holding["data/z.json"].sha == c["side"]
-    assert holding["data/w.json"] is None                             # git log shows no diff for a merge
-    assert holding["data/y.json"].sha == c["side"]
-    assert history.first_holding("reg", ["data/x.json"]) == {"data/x.json": None} == _git_first_holding(
-        g, "reg", ["data/x.json"])                                   # only the folder's own diffs count
+    holding = {rel: [x.sha for x in commits] for rel, commits in history.introductions(
+        ["data/w.json", "data/x.json", "data/y.json", "data/z.json"]).items()}
+    assert holding["data/x.json"] == [c["root"], c["x_back"], c["merge"]]   # back to its first content; the merge against the side
+    assert holding["data/z.json"] == [c["side"], c["merge"]]        # the merge gave it too, against x_back
+    assert holding["data/w.json"] == [c["merge"]]                   # from neither parent: the merge's own
+    assert holding["data/y.json"] == [c["side"], c["merge"]]        # the working tree's y is the side's
     assert history.is_strict_ancestor(c["side"], c["y3"]) and not history.is_strict_ancestor(c["side"], c["x_back"])
 
 

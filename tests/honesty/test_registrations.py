@@ -79,7 +79,7 @@ def test_record_committed_after_its_data(tmp_path):
     assert found == []
     [error] = errors
     assert error.startswith(f"registrations/toy-gap.yaml:{_line(RECORD, 'study:')}: is newer than its data: ")
-    assert f"first committed in {data[:12]}" in error
+    assert f"holds content committed in {data[:12]}" in error
 
 
 def test_record_and_data_in_one_commit_is_not_before_it(tmp_path):
@@ -102,7 +102,7 @@ def test_data_reverted_to_content_older_than_the_record(tmp_path):
     repo.write("bundles/toy/README.md", "The toy study, rewritten after the record.\n")
     repo.commit("the same data again", "bundles")
     _found, errors = _check(repo.root)
-    assert len(errors) == 1 and "bundles/toy/golden.json holds content first committed in" in errors[0]
+    assert len(errors) == 1 and "bundles/toy/golden.json holds content committed in" in errors[0]
 
 
 def test_data_changed_after_the_record_still_verifies(tmp_path):
@@ -225,3 +225,27 @@ def test_awaiting_record_edited_is_still_refused(tmp_path):
     repo.record(RECORD.replace("bound: 0.05", "bound: 0.5"))
     _found, errors = _check(repo.root)
     assert len(errors) == 1 and "was edited after its freeze" in errors[0]
+
+
+def test_data_hidden_behind_a_merge_is_seen(tmp_path):
+    """Issue 18, case 4: the data committed on a side branch a month before the record, the record
+    on main, the identical data on main, then a merge. git's default history simplification follows
+    main alone; the full history shows the side branch's older commit."""
+    repo = Repo(tmp_path / "r")
+    repo.write("README.md", "A repository.\n")
+    repo.commit("start", "README.md")
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write_data()
+    early = repo.commit("the data, a month before the record", "bundles")
+    repo.git("checkout", "-q", "main")
+    repo.commit("the prediction", repo.record())
+    repo.write_data()
+    repo.commit("the same data on main, after the record", "bundles")
+    repo.git("merge", "-q", "--no-edit", "side")
+    simplified = repo.git("log", "--format=%H", "--", "bundles/toy/golden.json").split()
+    assert early not in simplified          # what the check used to read
+    found, errors = _check(repo.root)
+    assert found == []
+    [error] = errors
+    assert error.startswith(f"registrations/toy-gap.yaml:{_line(RECORD, 'study:')}: is newer than its data: ")
+    assert f"holds content committed in {early[:12]}" in error
