@@ -5,7 +5,8 @@ Standard library only, Python 3.10+: this file is copied verbatim into each bund
 repository this file comes from; in short:
 
 - attribution score of a component = mean signed margin attribution over pairs (rank 1 = largest)
-- patch score of a component = mean |effect| / |clean margin| over pairs (rank 1 = largest)
+- patch score of a component = mean |effect| / |clean margin| over pairs (`mean_ratio`, the
+  default) or sum |effect| / sum |clean margin| (`ratio_of_means`); rank 1 = largest
 - Spearman rho = Pearson correlation of average ranks (ties share the mean rank), computed over
   the components both methods cover
 """
@@ -127,15 +128,34 @@ def patch_fraction(patch_row: dict) -> float:
     return abs(patch_row["effect"]) / clean
 
 
-def component_scores(joined: dict) -> dict[str, dict[str, tuple[float, float]]]:
-    """{dimension: {component: (attribution score, patch score)}} over the joined rows."""
+PATCH_SCORES = ("mean_ratio", "ratio_of_means")
+
+
+def ratio_of_means(patch_rows: Sequence[dict]) -> float:
+    """sum |effect| / sum |clean margin| over the rows: a pair weighs by its margin's size, so a
+    margin near zero cannot dominate the score (0 when nothing moves, inf when only zero margins do)."""
+    moved = math.fsum(abs(r["effect"]) for r in patch_rows)
+    clean = math.fsum(abs(r["clean_margin"]) for r in patch_rows)
+    if clean == 0:
+        return 0.0 if moved == 0 else float("inf")
+    return moved / clean
+
+
+def component_scores(joined: dict, patch_score: str = "mean_ratio") -> dict[str, dict[str, tuple[float, float]]]:
+    """{dimension: {component: (attribution score, patch score)}} over the joined rows; the patch
+    score is the mean of per-pair ratios (`mean_ratio`) or the ratio of sums (`ratio_of_means`)."""
+    if patch_score not in PATCH_SCORES:
+        raise ValueError(f"unknown patch score {patch_score!r} (known: {', '.join(PATCH_SCORES)})")
     buckets: dict[str, dict[str, tuple[list, list]]] = {}
     for (dimension, _pair, component), (attr_row, patch_row) in joined.items():
         attr, patch = buckets.setdefault(dimension, {}).setdefault(component, ([], []))
         attr.append(attr_row["attribution"])
-        patch.append(patch_fraction(patch_row))
+        patch.append(patch_row)
+
+    def patch_value(rows):
+        return mean(patch_fraction(r) for r in rows) if patch_score == "mean_ratio" else ratio_of_means(rows)
     return {
-        dimension: {c: (mean(a), mean(p)) for c, (a, p) in sorted(comps.items())}
+        dimension: {c: (mean(a), patch_value(p)) for c, (a, p) in sorted(comps.items())}
         for dimension, comps in sorted(buckets.items())
     }
 
@@ -257,3 +277,30 @@ def hierarchical_bootstrap(
         for name, value in statistic(sample).items():
             collected.setdefault(name, []).append(value)
     return {name: percentile_interval(values, level) for name, values in sorted(collected.items())}
+
+
+# ---------------------------------------------------------------- tests across seeds
+
+def sign_test(wins: int, losses: int) -> float:
+    """One-sided exact sign test: P(Binomial(wins + losses, 1/2) >= wins); 1.0 when both are 0.
+    Tied seeds are left out by the caller before the test."""
+    if wins < 0 or losses < 0:
+        raise ValueError("wins and losses are counts")
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    return math.fsum(math.comb(n, k) for k in range(wins, n + 1)) / 2 ** n
+
+
+def holm(pvalues: dict, alpha: float) -> dict:
+    """Holm's step-down procedure: {name: (threshold, rejected)}. The p-values are sorted ascending
+    (ties by name); the i-th smallest (from 0) is compared with alpha / (m - i), and hypotheses are
+    rejected up to the first that is not, which keeps the family-wise error rate at most alpha
+    whatever the dependence between the tests."""
+    order = sorted(pvalues, key=lambda name: (pvalues[name], str(name)))
+    out, going = {}, True
+    for i, name in enumerate(order):
+        threshold = alpha / (len(order) - i)
+        going = going and pvalues[name] <= threshold
+        out[name] = (threshold, going)
+    return out

@@ -244,7 +244,10 @@ def check(folder: str) -> tuple[list[str], bool]:
     if not joined:
         modes = sorted({row["mode"] for row in patching})
         raise FixtureError(PATCHING, None, f"no rows of mode {mode!r} (from {golden.where('rank_mode')}) join the attribution rows; modes present: {', '.join(modes)}")
-    scores = rankstats.component_scores(joined)
+    patch_score = golden.get("patch_score", kind="text") if "patch_score" in golden.data else "mean_ratio"
+    if patch_score not in rankstats.PATCH_SCORES:
+        raise FixtureError(GOLDEN, golden.line("patch_score"), f"patch_score is {patch_score!r}; known: {', '.join(rankstats.PATCH_SCORES)}")
+    scores = rankstats.component_scores(joined, patch_score)
     for dimension, comps in scores.items():
         if len(comps) < 2:
             raise FixtureError(PATCHING, None, f"dimension {dimension!r} has {len(comps)} component ranked both ways; "
@@ -260,6 +263,7 @@ def check(folder: str) -> tuple[list[str], bool]:
         "",
         *_table([
             ["patching mode", mode],
+            *([["patch score", patch_score]] if "patch_score" in golden.data else []),
             ["attribution rows read", str(len(attribution))],
             ["patching rows read", str(len(patching))],
             ["pairs joined", str(len(pairs))],

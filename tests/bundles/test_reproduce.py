@@ -297,3 +297,35 @@ def test_a_looser_contract_bar_would_pass_it(unzipped, run_check):
     contract_py = unzipped / "contract.py"
     contract_py.write_text(contract_py.read_text().replace("TOLERANCE = 1e-6", "TOLERANCE = 0.1"))
     assert run_check(unzipped, "-I", "-S").returncode == 0
+
+
+def test_golden_patch_score_chooses_the_definition(unzipped, run_check):
+    """golden.json's `patch_score: ratio_of_means` makes the check rank by sum |effect| / sum
+    |clean margin| (docs/statistics.md); the recomputed rhos are scipy's on those scores."""
+    attribution = [json.loads(line) for line in (TINY / "attribution_per_pair.jsonl").open()]
+    patching = [json.loads(line) for line in (TINY / "patching_per_pair.jsonl").open()]
+    golden = json.loads((TINY / "golden.json").read_text())
+    patched = {(r["dimension"], r["pair_id"], r["component"]): r for r in patching if r["mode"] == golden["rank_mode"]}
+    sums: dict = {}
+    for row in attribution:
+        p = patched.get((row["dimension"], row["pair_id"], row["component"]))
+        if p is not None:
+            e = sums.setdefault(row["dimension"], {}).setdefault(row["component"], [[], 0.0, 0.0])
+            e[0].append(row["attribution"])
+            e[1] += abs(p["effect"])
+            e[2] += abs(p["clean_margin"])
+    rhos = {}
+    for d, comps in sums.items():
+        names = sorted(comps)
+        rhos[d] = round(stats.spearmanr([sum(comps[c][0]) / len(comps[c][0]) for c in names],
+                                        [comps[c][1] / comps[c][2] for c in names]).statistic, 6)
+    golden.update(patch_score="ratio_of_means", per_dimension_rho=rhos,
+                  mean_rho=round(sum(rhos.values()) / len(rhos), 6))
+    (unzipped / "golden.json").write_text(json.dumps(golden, indent=2) + "\n")
+    done = run_check(unzipped, "-I")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert re.search(r"^patch score +ratio_of_means$", done.stdout, re.M)
+    golden["patch_score"] = "median"
+    (unzipped / "golden.json").write_text(json.dumps(golden, indent=2) + "\n")
+    line = _golden_line(unzipped, '"patch_score"')
+    _fails(run_check, unzipped, 2, f"golden.json:{line}: patch_score is 'median'")

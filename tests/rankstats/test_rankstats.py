@@ -65,3 +65,41 @@ def test_seed_bootstrap_is_deterministic_and_brackets_the_estimate():
 def test_crystallization_depth():
     assert rankstats.crystallization_depth([0.0, 0.1, 0.6, 1.0]) == 0.75
     assert rankstats.crystallization_depth([0.0, -0.6, -1.0]) == pytest.approx(2 / 3)
+
+
+def test_ratio_of_means_patch_score_weighs_pairs_by_their_margin():
+    """The second patch-score definition (docs/statistics.md): sum |effect| / sum |clean margin|.
+    A pair with a near-zero margin dominates the mean of ratios but not the ratio of sums."""
+    attribution = [{"dimension": "d", "pair_id": p, "component": c, "attribution": 1.0}
+                   for p in ("p1", "p2") for c in ("a", "b")]
+    patching = [
+        {"dimension": "d", "pair_id": p, "component": c, "mode": "mean", "clean_margin": cm, "effect": e}
+        for p, c, cm, e in [("p1", "a", 0.001, 0.01), ("p2", "a", 2.0, 0.0),      # a: moves a tiny margin
+                            ("p1", "b", 0.001, 0.0), ("p2", "b", 2.0, 1.0)]]     # b: moves a large one
+    joined = rankstats.join_rows(attribution, patching, "mean")
+    ratio = rankstats.component_scores(joined)["d"]
+    sums = rankstats.component_scores(joined, "ratio_of_means")["d"]
+    assert ratio["a"][1] == pytest.approx(5.0) and ratio["b"][1] == pytest.approx(0.25)
+    assert sums["a"][1] == pytest.approx(0.01 / 2.001) and sums["b"][1] == pytest.approx(1.0 / 2.001)
+    assert rankstats.ratio_of_means([{"effect": 0.0, "clean_margin": 0.0}]) == 0.0
+    assert math.isinf(rankstats.ratio_of_means([{"effect": 1.0, "clean_margin": 0.0}]))
+    with pytest.raises(ValueError, match="unknown patch score"):
+        rankstats.component_scores(joined, "median")
+
+
+@pytest.mark.parametrize("wins,losses", [(0, 0), (8, 0), (7, 0), (9, 1), (3, 5), (12, 3)])
+def test_sign_test_matches_scipy(wins, losses):
+    expected = 1.0 if wins + losses == 0 else stats.binomtest(wins, wins + losses, 0.5, alternative="greater").pvalue
+    assert rankstats.sign_test(wins, losses) == pytest.approx(expected, rel=1e-12)
+
+
+def test_holm_steps_down_and_stops_at_the_first_failure():
+    p = {"a": 0.003, "b": 0.02, "c": 0.012, "d": 0.2}
+    out = rankstats.holm(p, 0.05)
+    assert out["a"] == (pytest.approx(0.05 / 4), True)
+    assert out["c"] == (pytest.approx(0.05 / 3), True)      # 0.012 <= 0.0167
+    assert out["b"] == (pytest.approx(0.05 / 2), True)      # 0.02 <= 0.025
+    assert out["d"] == (pytest.approx(0.05), False)
+    stop = rankstats.holm({"a": 0.001, "b": 0.03, "c": 0.04}, 0.05)
+    assert [stop[k][1] for k in "abc"] == [True, False, False]   # 0.03 > 0.025: c is not tested past it
+    assert rankstats.holm({"x": 0.04, "y": 0.04}, 0.05)["x"][0] == pytest.approx(0.025)  # ties by name
