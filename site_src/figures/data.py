@@ -101,17 +101,19 @@ class Ranked:
 
 
 def rank_components(
-    ctx: FigureContext, spec: dict, attribution: str, patching: str, mode: str
+    ctx: FigureContext, spec: dict, attribution: str, patching: str, mode: str,
+    patch_score: str = "mean_ratio",
 ) -> dict[str, Ranked]:
-    """Rankings of every dimension, over the components both files cover for `mode`."""
+    """Rankings of every dimension, over the components both files cover for `mode`, with the
+    patch score `patch_score` (rankstats.PATCH_SCORES; the study's golden.json names its own)."""
     _, attr_rows = read_rows(ctx, attribution, rankstats.ATTRIBUTION_FIELDS)
     _, patch_rows = read_rows(ctx, patching, rankstats.PATCHING_FIELDS)
     # the ranking figures of one study rank the same rows: join and rank them once
-    key = (id(attr_rows), id(patch_rows), mode)
+    key = (id(attr_rows), id(patch_rows), mode, patch_score)
     known = _RANKED.get(key)
     if known is not None and known[0] is attr_rows and known[1] is patch_rows:
         return known[2]
-    ranked = _rank(spec, attribution, patching, mode, attr_rows, patch_rows)
+    ranked = _rank(spec, attribution, patching, mode, attr_rows, patch_rows, patch_score)
     _RANKED[key] = (attr_rows, patch_rows, ranked)   # the rows are kept, so their ids stay theirs
     while len(_RANKED) > 8:
         _RANKED.pop(next(iter(_RANKED)))
@@ -121,7 +123,8 @@ def rank_components(
 _RANKED: dict = {}
 
 
-def _rank(spec: dict, attribution: str, patching: str, mode: str, attr_rows: list, patch_rows: list) -> dict[str, Ranked]:
+def _rank(spec: dict, attribution: str, patching: str, mode: str, attr_rows: list, patch_rows: list,
+          patch_score: str) -> dict[str, Ranked]:
     joined = rankstats.join_rows(attr_rows, patch_rows, mode)
     if not joined:
         raise FigureError(
@@ -136,7 +139,7 @@ def _rank(spec: dict, attribution: str, patching: str, mode: str, attr_rows: lis
         kinds.setdefault(row["component"], str(row.get("kind", "")))
         layers.setdefault(row["component"], int(row.get("layer", -1)))
     out = {}
-    for dimension, scores in rankstats.component_scores(joined).items():
+    for dimension, scores in rankstats.component_scores(joined, patch_score).items():
         ranks = rankstats.rankings(scores)
         names = sorted(scores, key=lambda c: order[c])
         out[dimension] = Ranked(
@@ -167,8 +170,12 @@ class RankedSpec:
 def ranked_spec(spec: dict, ctx: FigureContext) -> RankedSpec:
     opts = options(spec)
     mode = opts.get("mode", "mean")
+    patch_score = opts.get("patch_score", "mean_ratio")
+    if patch_score not in rankstats.PATCH_SCORES:
+        raise FigureError(spec_id(spec), f"option `patch_score` must be one of {', '.join(rankstats.PATCH_SCORES)}, "
+                                         f"not {patch_score!r}")
     attribution, patching = spec_data(spec, "attribution"), spec_data(spec, "patching")
-    ranked = rank_components(ctx, spec, attribution, patching, mode)
+    ranked = rank_components(ctx, spec, attribution, patching, mode, patch_score)
     return RankedSpec(opts, mode, attribution, patching, ranked,
                       pick_dimension(spec, ranked, opts.get("dimension")))
 

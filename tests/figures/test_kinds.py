@@ -186,3 +186,17 @@ def test_bad_fixture_line_is_named(ctx, tmp_path):
     ctx = dataclasses.replace(ctx, resolve_path=lambda name: bad)
     with pytest.raises(FigureError, match=r"bad.jsonl:2: row lacks field 'margin'"):
         render_figure("margin_distribution", {"id": "md", "data": {"pairs": "bad.jsonl"}}, ctx)
+
+
+def test_ranking_figures_take_the_study_patch_score(ctx):
+    """`options: {patch_score: ratio_of_means}` ranks by sum |effect| / sum |clean margin|, the
+    score a study's golden.json names (docs/statistics.md); anything else is refused."""
+    fig = render_figure("rank_scatter", {"id": "rs", "data": DATA, "options": {"patch_score": "ratio_of_means"}}, ctx)
+    joined = rankstats.join_rows(rankstats.read_jsonl(FIXTURES / DATA["attribution"]),
+                                 rankstats.read_jsonl(FIXTURES / DATA["patching"]), "mean")
+    expected = rankstats.rankings(rankstats.component_scores(joined, "ratio_of_means")["helpfulness"])
+    rows = [row for rows in payload(fig)["data"].values() for row in rows if "patch_rank" in row]
+    got = {r["component"]: (r["attribution_rank"], r["patch_rank"]) for r in rows if r["dimension"] == "helpfulness"}
+    assert got == expected and got != ranked_components("helpfulness")   # the fixture tells them apart
+    with pytest.raises(FigureError, match="patch_score"):
+        render_figure("top_lists", {"id": "tl", "data": DATA, "options": {"patch_score": "median"}}, ctx)
