@@ -4,9 +4,9 @@ Default: random-weight Llama reward models (built from a config with a fixed see
 downloaded) of 8 layers at hidden size 256 with 30 pairs, and 16 layers with 24 pairs; mean
 ablation of every attn and mlp block, patched in at every position; one thread. Four methods:
 
-- the sweep (`measure.instruments.patch_sweep`): caches the clean run, resumes each patched run
+- the sweep (`measure.instruments.patching.patch_sweep`): caches the clean run, resumes each patched run
   at the patched layer, batches all variants that resume from the same point, shards of 8 pairs;
-- the ladder sweep (`measure.instruments.patch_ladder`, opt-in, not used by the committed
+- the ladder sweep (`measure.instruments.patching.patch_ladder`, opt-in, not used by the committed
   studies): one pass up the layers for every patch point, sequences bucketed by length
   (`--buckets` per shard), the last MLP on the scoring token only;
 - a plain forward-hooks loop: one full forward pass of the model per component per sequence
@@ -40,10 +40,10 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from measure.adapter import Adapter, load, parse_component  # noqa: E402
-from measure.instruments import MODES, StatsAccumulator, naive_sweep, patch_ladder, patch_sweep  # noqa: E402
-from measure.jsonio import read_jsonl  # noqa: E402
-from measure.study import ORGANISM_DIR, setup_determinism  # noqa: E402
+from measure.models.adapter import Adapter, load, parse_component  # noqa: E402
+from measure.instruments.patching import MODES, StatsAccumulator, naive_sweep, patch_ladder, patch_sweep  # noqa: E402
+from measure.runner.jsonio import read_jsonl  # noqa: E402
+from measure.runner.study import ORGANISM_DIR, setup_determinism  # noqa: E402
 
 SIZES = {"small": (8, 30), "large": (16, 24)}  # layers, pairs; hidden 256 for both
 HIDDEN, HEADS, KV_HEADS, MLP, VOCAB, SHORTEST, LONGEST, SHARD = 256, 8, 4, 688, 512, 16, 48, 8

@@ -27,10 +27,10 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from measure.adapter import Adapter  # noqa: E402
-from measure.instruments import StatsAccumulator  # noqa: E402
-from measure.plan import Shape, make_plan  # noqa: E402
-from measure.rows import shard_rows  # noqa: E402
+from measure.models.adapter import Adapter  # noqa: E402
+from measure.instruments.patching import StatsAccumulator  # noqa: E402
+from measure.runner.plan import Shape, make_plan  # noqa: E402
+from measure.runner.rows import shard_rows  # noqa: E402
 
 BOUND = 0.25  # the stated error bound: |estimate / measured - 1| on these CPU sizes
 SIZES = [  # name, layers, hidden, heads, kv heads, MLP, pairs, longest sequence

@@ -23,9 +23,9 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from measure.config import StudyConfig  # noqa: E402
-from measure.ray_runner import run_study_ray  # noqa: E402
-from measure.study import run_study  # noqa: E402
+from measure.runner.config import StudyConfig  # noqa: E402
+from measure.runner.ray_runner import run_study_ray  # noqa: E402
+from measure.runner.study import run_study  # noqa: E402
 
 
 def files(folder: Path) -> dict[str, bytes]:

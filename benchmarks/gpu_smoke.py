@@ -9,7 +9,7 @@ downloaded. Then, on a few random pairs:
    the largest disagreement must be within the dtype's tolerance, relative to the margins' scale;
 2. throughput: the timed sweep of every attn/mlp block and head of the chosen layers, reported as
    layer evaluations per second, and as achieved FLOP/s and efficiency under the plan's FLOP
-   model (measure/plan.py), so the plan's assumed GPU efficiency can be replaced by this number;
+   model (measure/runner/plan.py), so the plan's assumed GPU efficiency can be replaced by this number;
    then the same for the opt-in ladder sweep (`patch_ladder`), checked against the sweep.
 """
 from __future__ import annotations
@@ -29,9 +29,9 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from measure.adapter import Adapter, check_device_dtype  # noqa: E402
-from measure.instruments import MODES, StatsAccumulator, naive_sweep, patch_ladder, patch_sweep  # noqa: E402
-from measure.plan import GPU_PEAK_TFLOPS, Shape, shard_work  # noqa: E402
+from measure.models.adapter import Adapter, check_device_dtype  # noqa: E402
+from measure.instruments.patching import MODES, StatsAccumulator, naive_sweep, patch_ladder, patch_sweep  # noqa: E402
+from measure.runner.plan import GPU_PEAK_TFLOPS, Shape, shard_work  # noqa: E402
 
 CONFIG_8B = REPO / "benchmarks" / "configs" / "llama-3.1-8b.json"
 TINY = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,

@@ -2,7 +2,7 @@
 # Smoke run for a GPU machine: a random-weight Llama reward model of 8B shape, built from
 # benchmarks/configs/llama-3.1-8b.json in bfloat16 on one GPU (nothing is downloaded), a few
 # pairs and layers. Checks the sweep against the naive loop and prints throughput (layer
-# evaluations/s, achieved TFLOP/s and efficiency under measure/plan.py's FLOP model), so the
+# evaluations/s, achieved TFLOP/s and efficiency under measure/runner/plan.py's FLOP model), so the
 # plan's assumed GPU efficiency can be replaced by a measurement.
 #
 #   benchmarks/gpu_smoke.sh                      # cuda, bfloat16, 4 pairs, layers 0,15,31

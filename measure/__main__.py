@@ -48,18 +48,18 @@ def main(argv: list[str] | None = None) -> int:
                      help="measure the shards on Ray: bare, a local instance; 'auto' or an address, a "
                           "running cluster (one worker per GPU); needs the 'scale' extra")
     run.add_argument("--ray-cpus", type=int, default=None, help="CPUs of a local Ray instance")
-    from .plan import add_arguments as add_plan_arguments
+    from measure.runner.plan import add_arguments as add_plan_arguments
     add_plan_arguments(sub.add_parser("plan", help="estimate a study's work, memory and wall time"))
     args = parser.parse_args(argv)
 
-    from .errors import MeasureError
+    from measure.errors import MeasureError
     try:
         if args.command == "train" and args.model == "minilm":
-            from .minilm import train_and_check
+            from measure.studies.minilm.model import train_and_check
             return train_and_check(args.out, args.seed)
         if args.command == "train":
-            from .organism import train
-            from .config import ORGANISM_DIR
+            from measure.studies.organism.train import train
+            from measure.runner.config import ORGANISM_DIR
             settings = {"seed": args.seed}
             if args.epochs:
                 settings["epochs"] = args.epochs
@@ -69,22 +69,22 @@ def main(argv: list[str] | None = None) -> int:
                   + f"; mean {report['heldout_accuracy_mean']:.3f}")
             return 0
         if args.command == "plan":
-            from .plan import run_from_args
+            from measure.runner.plan import run_from_args
             return run_from_args(args)
-        if args.model == "minilm":  # its own runner: two directions per pair (measure/minilm_study.py)
-            from .minilm_study import run
+        if args.model == "minilm":  # its own runner: two directions per pair (measure/studies/minilm/study.py)
+            from measure.studies.minilm.study import run
             result = run(out=args.out, max_pairs=args.max_pairs, progress=not args.no_progress,
                          threads=args.threads)
             g = result["golden"]
             print(f"wrote {result['out']} in {result['manifest']['wall_time_s']:.1f} s")
             print(f"mean rho {g['mean_rho']}; per dimension {g['per_dimension_rho']}")
             return 0
-        from .config import StudyConfig
-        from .study import run_study
+        from measure.runner.config import StudyConfig
+        from measure.runner.study import run_study
         if args.ray:
             from functools import partial
 
-            from .ray_runner import run_study_ray
+            from measure.runner.ray_runner import run_study_ray
             run_study = partial(run_study_ray, address=args.ray, local_cpus=args.ray_cpus)
         result = run_study(StudyConfig(
             model=args.model, study=args.study, out=args.out, device=args.device, dtype=args.dtype,

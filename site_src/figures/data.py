@@ -193,7 +193,7 @@ def fmt_rank(rank: float) -> str:
     return str(int(rank)) if float(rank).is_integer() else f"{rank:.1f}"
 
 
-# ----- off-distribution flags (measure/offdist.py writes `offdist_flag` on every patching row)
+# ----- off-distribution flags (measure/instruments/offdist.py writes `offdist_flag` on every patching row)
 def offdist_label(row: dict) -> str:
     """`flagged`, `no`, or `not scored` (a row without the flag: an older bundle, or too few seeds)."""
     flag = row.get("offdist_flag")

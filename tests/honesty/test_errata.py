@@ -17,7 +17,7 @@ ORGANISM = REPO / "bundles" / "organism"
 
 def _key_recovery(absolute: bool) -> tuple[float, float]:
     """(attribution AUC, mean patching AUC minus it) over mlp and head components, mean patching
-    join, averaged over dimensions: measure/summary.py's point estimate, by rankstats alone."""
+    join, averaged over dimensions: measure/runner/summary.py's point estimate, by rankstats alone."""
     def rows(*names):
         return [r for n in names for r in rankstats.read_jsonl(ORGANISM / n) if r["kind"] in ("mlp", "head")]
     joined = rankstats.join_rows(rows("attribution_per_pair.jsonl", "heads_attribution_per_pair.jsonl"),

@@ -20,8 +20,8 @@ ORGANISM = REPO / "models" / "organism"
 def make_tiny(folder: Path, seed: int = 0, layers: int = 2, nan: bool = False) -> Path:
     from transformers import LlamaConfig, LlamaForSequenceClassification
 
-    from measure import organism_data as od
-    from measure.wordtok import SPECIALS, save_word_tokenizer
+    from measure.studies.organism import data as od
+    from measure.models.wordtok import SPECIALS, save_word_tokenizer
 
     words = list(SPECIALS) + od.vocabulary()
     torch.manual_seed(seed)
@@ -46,8 +46,8 @@ def tiny_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_pairs(tmp_path_factory) -> Path:
     """Two dimensions, three seeds each with one mutation: 12 pairs."""
-    from measure import organism_data as od
-    from measure.jsonio import jsonl_text
+    from measure.studies.organism import data as od
+    from measure.runner.jsonio import jsonl_text
 
     rows = [r for r in od.study_pairs(seed=7, seeds_per_dimension=3, mutations=1)
             if r["dimension"] in ("politeness", "topic")]
@@ -58,14 +58,14 @@ def tiny_pairs(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def adapter(tiny_dir):
-    from measure.adapter import load
+    from measure.models.adapter import load
     torch.set_num_threads(1)
     return load(str(tiny_dir), ORGANISM)
 
 
 @pytest.fixture(scope="session")
 def pair_batch(adapter, tiny_pairs):
-    from measure.jsonio import read_jsonl
+    from measure.runner.jsonio import read_jsonl
     pairs = read_jsonl(tiny_pairs)
     seqs = []
     for p in pairs:

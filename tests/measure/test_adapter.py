@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from measure.adapter import load, parse_component
+from measure.models.adapter import load, parse_component
 from measure.errors import MeasureError
 
 from pathlib import Path
@@ -71,8 +71,8 @@ def test_device_and_dtype_errors(tiny_dir, device, dtype, message):
 
 
 def test_nan_output_is_a_clear_error(tmp_path, tiny_pairs, tiny_factory):
-    from measure.config import StudyConfig
-    from measure.study import run_study
+    from measure.runner.config import StudyConfig
+    from measure.runner.study import run_study
     folder = tiny_factory(tmp_path / "nan_model", nan=True)
     with pytest.raises(MeasureError, match="NaN"):
         run_study(StudyConfig(model=str(folder), study="nan", out=tmp_path / "out", pairs_file=tiny_pairs,

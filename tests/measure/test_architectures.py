@@ -1,4 +1,4 @@
-"""Each family object (measure/families.py) on a tiny random-weight model of its architecture:
+"""Each family object (measure/models/families.py) on a tiny random-weight model of its architecture:
 the layer-by-layer pass, the heads, attribution and the sweep against the model's own forward."""
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from measure.adapter import load
-from measure.families import FAMILIES
-from measure.instruments import MODES, StatsAccumulator, naive_sweep, patch_sweep
-from measure.wordtok import SPECIALS, save_word_tokenizer
+from measure.models.adapter import load
+from measure.models.families import FAMILIES
+from measure.instruments.patching import MODES, StatsAccumulator, naive_sweep, patch_sweep
+from measure.models.wordtok import SPECIALS, save_word_tokenizer
 
 ORGANISM = Path(__file__).resolve().parents[2] / "models" / "organism"
 COMMON = dict(vocab_size=80, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
@@ -89,7 +89,7 @@ def _tiny_bert(tmp_path):
     """A random-weight MiniLMRewardModel (BERT trunk, 3 objective heads, a gate) saved to disk."""
     import transformers as t
 
-    from measure.minilm import MiniLMRewardModel
+    from measure.studies.minilm.model import MiniLMRewardModel
     config = t.BertConfig(vocab_size=80, hidden_size=32, intermediate_size=48, num_hidden_layers=3,
                           num_attention_heads=4, max_position_embeddings=64, pad_token_id=0)
     config.objectives = ["a", "b", "c"]
@@ -104,7 +104,7 @@ def test_bert_family(tmp_path):
     """Post-LN encoder: padding masked both ways, the pooled read, the frozen-LayerNorm
     attribution summing to the reward, per-row directions, and the sweep against the model's
     own forward pass with hooks in all three modes (the pooled swap included)."""
-    from measure.bert import BertFamily
+    from measure.models.bert import BertFamily
     adapter = _tiny_bert(tmp_path)
     assert type(adapter.family) is BertFamily and adapter.family.residual == "post-norm"
     gen = torch.Generator().manual_seed(4)
@@ -144,8 +144,8 @@ def test_bert_family(tmp_path):
 
 
 def test_pooled_swap_gives_each_response_its_partners_pooled_output():
-    from measure.adapter import Batch
-    from measure.instruments import pooled_mean, replacement
+    from measure.models.adapter import Batch
+    from measure.instruments.patching import pooled_mean, replacement
     torch.manual_seed(5)
     clean = torch.randn(2, 5, 3)
     batch = Batch(torch.zeros(2, 5, dtype=torch.long), torch.tensor([4, 2]), [5, 3], "pooled")
@@ -157,7 +157,7 @@ def test_pooled_swap_gives_each_response_its_partners_pooled_output():
 
 def test_no_module_outside_the_families_branches_on_the_architecture():
     import re
-    for path in sorted((Path(__file__).resolve().parents[2] / "measure").glob("*.py")):
+    for path in sorted((Path(__file__).resolve().parents[2] / "measure").rglob("*.py")):
         if path.name == "families.py":
             continue
         text = path.read_text(encoding="utf-8")

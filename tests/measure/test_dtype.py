@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 import math
 
-from measure.config import StudyConfig
-from measure.study import run_study
+from measure.runner.config import StudyConfig
+from measure.runner.study import run_study
 
 
 def test_bfloat16_study_runs_and_records_its_dtype(tiny_dir, tiny_pairs, tmp_path):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from measure.instruments import MODES, StatsAccumulator, naive_patch, naive_sweep, patch_sweep
+from measure.instruments.patching import MODES, StatsAccumulator, naive_patch, naive_sweep, patch_sweep
 
 
 def _stats(adapter, batch, run):
@@ -67,7 +67,7 @@ def test_lens_ends_at_the_reward(adapter, pair_batch):
 
 
 def test_swap_mode_exchanges_the_scoring_token_only(adapter, pair_batch):
-    from measure.instruments import replacement
+    from measure.instruments.patching import replacement
     _pairs, batch, run = pair_batch
     out = replacement(batch, run.mlp[0], "swap", None)
     rows = torch.arange(batch.ids.shape[0])

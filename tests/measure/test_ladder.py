@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 @pytest.mark.parametrize("buckets,max_rows", [(1, 512), (3, 40), (None, 24)])
 def test_ladder_equals_sweep_and_naive(adapter, pair_batch, buckets, max_rows):
-    from measure.instruments import MODES, StatsAccumulator, naive_sweep, patch_ladder, patch_sweep
+    from measure.instruments.patching import MODES, StatsAccumulator, naive_sweep, patch_ladder, patch_sweep
 
     _pairs, batch, run = pair_batch
     acc = StatsAccumulator()
@@ -31,7 +31,7 @@ def test_ladder_equals_sweep_and_naive(adapter, pair_batch, buckets, max_rows):
 
 def test_ladder_refuses_an_unpatchable_component(adapter, pair_batch):
     from measure.errors import MeasureError
-    from measure.instruments import patch_ladder
+    from measure.instruments.patching import patch_ladder
 
     _pairs, batch, run = pair_batch
     with pytest.raises(MeasureError, match="embed"):

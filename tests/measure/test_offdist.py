@@ -1,4 +1,4 @@
-"""Off-distribution scores (measure/offdist.py): the statistic against its definition, the
+"""Off-distribution scores (measure/instruments/offdist.py): the statistic against its definition, the
 cross-fit, and on the committed organism: the flag fires on patches that are off-distribution
 at the scoring token and stays near its calibrated rate on clean activations it never saw."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from measure import offdist
+from measure.instruments import offdist
 
 ORGANISM = Path(__file__).resolve().parents[2] / "models" / "organism"
 
@@ -87,9 +87,9 @@ def test_read_at_takes_a_scoring_token_or_a_pooled_mask():
 # ----- the committed organism ---------------------------------------------------------------
 @pytest.fixture(scope="module")
 def organism():
-    from measure.adapter import load
-    from measure.instruments import StatsAccumulator
-    from measure.jsonio import read_jsonl
+    from measure.models.adapter import load
+    from measure.instruments.patching import StatsAccumulator
+    from measure.runner.jsonio import read_jsonl
 
     torch.set_num_threads(1)
     adapter = load("organism", ORGANISM)
@@ -153,7 +153,7 @@ def test_scaled_activations_are_flagged_and_unseen_clean_ones_are_not(organism):
 
 
 def test_the_sweep_scores_patches_against_the_scoring_token_reference(organism):
-    from measure.instruments import patch_sweep
+    from measure.instruments.patching import patch_sweep
 
     adapter, (batch, run, fold), _heldout, stats = organism
     assert stats.folds is not None and set(stats.offdist) >= {"mlp_L3", "head_L3_H0"}
@@ -169,8 +169,8 @@ def test_the_sweep_scores_patches_against_the_scoring_token_reference(organism):
 
 
 def test_rows_carry_the_score_and_its_flag(organism):
-    from measure.jsonio import read_jsonl
-    from measure.rows import shard_rows
+    from measure.runner.jsonio import read_jsonl
+    from measure.runner.rows import shard_rows
 
     adapter, _study, _heldout, stats = organism
     pairs = read_jsonl(ORGANISM / "pairs.jsonl")[:4]
@@ -184,8 +184,8 @@ def test_rows_carry_the_score_and_its_flag(organism):
 
 def test_a_study_run_scores_every_patch_and_counts_the_flags(tiny_dir, tiny_pairs, tmp_path):
     """End to end through the staged runner: every row scored, golden's block counts the rows."""
-    from measure.config import StudyConfig
-    from measure.study import run_study
+    from measure.runner.config import StudyConfig
+    from measure.runner.study import run_study
 
     out = run_study(StudyConfig(model=str(tiny_dir), study="tiny", out=tmp_path / "b", pairs_file=tiny_pairs,
                                 runs_dir=tmp_path / "runs", shard_size=4, progress=False))["out"]

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import torch
 
-from measure import organism_data as od
-from measure.adapter import load
-from measure.jsonio import jsonl_text, read_jsonl
-from measure.organism import SETTINGS, make_data
+from measure.studies.organism import data as od
+from measure.models.adapter import load
+from measure.runner.jsonio import jsonl_text, read_jsonl
+from measure.studies.organism.train import SETTINGS, make_data
 
 ORGANISM = Path(__file__).resolve().parents[2] / "models" / "organism"
 MIN_ACCURACY = 0.75   # every dimension; the mean must reach MIN_MEAN

@@ -14,8 +14,8 @@ CONFIG_8B = REPO / "benchmarks" / "configs" / "llama-3.1-8b.json"
 
 @pytest.mark.parametrize("heads", [True, False])
 def test_work_matches_the_sweeps_counter(adapter, pair_batch, heads):
-    from measure.instruments import MODES, StatsAccumulator, patch_sweep
-    from measure.plan import Shape, shard_work, total_evals
+    from measure.instruments.patching import MODES, StatsAccumulator, patch_sweep
+    from measure.runner.plan import Shape, shard_work, total_evals
 
     pairs, batch, run = pair_batch
     acc = StatsAccumulator()
@@ -29,7 +29,7 @@ def test_work_matches_the_sweeps_counter(adapter, pair_batch, heads):
 
 
 def test_params_match_a_real_model(adapter):
-    from measure.plan import Shape
+    from measure.runner.plan import Shape
 
     shape = Shape.from_config(adapter.model.config.to_dict())
     assert shape.params() == sum(p.numel() for p in adapter.model.parameters())

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from measure import planted
-from measure import planted_data as pd
-from measure.jsonio import read_jsonl
+from measure.studies.planted import organisms as planted
+from measure.studies.planted import data as pd
+from measure.runner.jsonio import read_jsonl
 
 torch = pytest.importorskip("torch")
 
@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 @pytest.fixture(scope="module")
 def organism0():
     folder = planted.ensure_built(0)  # rebuilds if the weights are missing; checks the sha256
-    from measure.adapter import load
+    from measure.models.adapter import load
     return folder, load(str(folder), folder)
 
 

@@ -1,4 +1,4 @@
-"""The Ray path (`measure/ray_runner.py`) on a local Ray with two CPUs, on the organism: a run
+"""The Ray path (`measure/runner/ray_runner.py`) on a local Ray with two CPUs, on the organism: a run
 stopped after two shards, resumed with a worker killed mid-shard, writes the same bundle bytes
 as the in-process run. Ray comes from the `scale` extra, which `make setup-test` installs; this
 test does not skip without it."""
@@ -18,7 +18,7 @@ class Stop(Exception):
 
 
 def _config(tmp: Path, name: str):
-    from measure.config import StudyConfig
+    from measure.runner.config import StudyConfig
 
     return StudyConfig(model="organism", study="organism", out=tmp / name / "bundle",
                        runs_dir=tmp / name / "runs", max_pairs=2, shard_size=2, progress=False)
@@ -38,9 +38,9 @@ def local_ray():
 
 
 def test_ray_run_resumes_survives_a_killed_worker_and_matches_in_process(tmp_path, local_ray):
-    from measure.config import Hooks
-    from measure.ray_runner import run_study_ray
-    from measure.study import run_study
+    from measure.runner.config import Hooks
+    from measure.runner.ray_runner import run_study_ray
+    from measure.runner.study import run_study
 
     expected = run_study(_config(tmp_path, "inprocess"))
     shards = expected["manifest"]["shards"]
@@ -71,7 +71,7 @@ def test_ray_is_imported_only_when_asked_for():
     import subprocess
     import sys
 
-    code = ("import sys, measure.__main__, measure.ray_runner, measure.study; "
+    code = ("import sys, measure.__main__, measure.runner.ray_runner, measure.runner.study; "
             "sys.exit(1 if 'ray' in sys.modules else 0)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
                           capture_output=True, text=True, timeout=120)

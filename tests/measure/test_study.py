@@ -8,9 +8,9 @@ from scipy import stats as scipy_stats
 
 from bundle_kit import rankstats
 from measure.__main__ import main
-from measure.jsonio import read_jsonl
-from measure.config import Hooks, StudyConfig
-from measure.study import FILES, run_study
+from measure.runner.jsonio import read_jsonl
+from measure.runner.config import Hooks, StudyConfig
+from measure.runner.study import FILES, run_study
 
 BUNDLE_FILES = sorted(list(FILES.values()) + ["pairs.jsonl", "golden.json", "README.md", "key.json"])
 
@@ -150,8 +150,8 @@ def test_bundle_readme_explains_every_field_of_every_file(first):
 KILLER = """
 import json, os, signal, sys
 from pathlib import Path
-from measure.config import Hooks, StudyConfig
-from measure.study import run_study
+from measure.runner.config import Hooks, StudyConfig
+from measure.runner.study import run_study
 kw, when, arg = json.loads(sys.argv[1])
 kw = {k: Path(v) if k in ("out", "pairs_file", "key_file", "runs_dir") else v for k, v in kw.items()}
 die = lambda: os.kill(os.getpid(), signal.SIGKILL)
@@ -226,7 +226,7 @@ def test_a_rerun_without_a_key_leaves_no_stale_key_behind(tiny_dir, tiny_pairs, 
 
 
 def test_a_model_folder_ships_its_defaults(tmp_path):
-    from measure.study import ModelSource
+    from measure.runner.study import ModelSource
     (tmp_path / "training.json").write_text('{"heldout_mean": 0.9}')  # a report without heldout_accuracy
     source = ModelSource(tmp_path)
     assert (source.pairs, source.key, source.heldout_accuracy()) == (None, None, None)

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from measure import organism_data as od
-from measure.adapter import encode_pair, load
+from measure.studies.organism import data as od
+from measure.models.adapter import encode_pair, load
 from measure.errors import MeasureError
-from measure.wordtok import SPECIALS
+from measure.models.wordtok import SPECIALS
 
 ORGANISM = Path(__file__).resolve().parents[2] / "models" / "organism"
 

@@ -38,7 +38,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .errors import MeasureError
+from measure.errors import MeasureError
 
 MODES = ("mean", "zero", "swap")
 DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
@@ -192,8 +192,8 @@ def measure_cpu_rate(shape: Shape, shard_pairs: int, T: int, max_rows: int, dtyp
     import torch
     from transformers import AutoModelForSequenceClassification, LlamaConfig
 
-    from .adapter import Adapter, check_device_dtype
-    from .instruments import StatsAccumulator, patch_sweep
+    from measure.models.adapter import Adapter, check_device_dtype
+    from measure.instruments.patching import StatsAccumulator, patch_sweep
 
     _dev, torch_dtype = check_device_dtype("cpu", dtype)
     torch.set_num_threads(threads)
@@ -334,7 +334,7 @@ def run_from_args(args) -> int:
                      args.gpu_memory_gib, args.threads)
     print(format_plan(plan))
     if args.json:
-        from .jsonio import json_text
+        from measure.runner.jsonio import json_text
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json_text(_rounded(plan)), encoding="utf-8")
     return 0

@@ -49,8 +49,8 @@ when a subset of its key components is present, absent ones contributing zero), 
 of the rule's weight. It is zero for every component outside the key, distractors included.
 
 Usage:
-    python -m measure.planted build     # (re)build the organisms into models/planted/, check sha256
-    python -m measure.planted verify    # resample-ablation check of every key, printed
+    python -m measure.studies.planted.organisms build     # (re)build the organisms into models/planted/, check sha256
+    python -m measure.studies.planted.organisms verify    # resample-ablation check of every key, printed
 """
 from __future__ import annotations
 
@@ -63,10 +63,10 @@ import random
 import sys
 from pathlib import Path
 
-from . import planted_data as pd
-from .errors import MeasureError
+from measure.studies.planted import data as pd
+from measure.errors import MeasureError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 PLANTED_DIR = REPO / "models" / "planted"
 SEEDS = (0, 1, 2, 3, 4)
 LAYERS, HEADS, HEAD_DIM, HIDDEN, MLP = 8, 8, 16, 128, 128
@@ -393,7 +393,7 @@ def build(seed: int, folder: Path) -> dict:
 
     from safe_io import write_atomic
 
-    from .jsonio import json_text, jsonl_text
+    from measure.runner.jsonio import json_text, jsonl_text
 
     hf_logging.disable_progress_bar()
     model, d = build_model(seed)
@@ -403,7 +403,7 @@ def build(seed: int, folder: Path) -> dict:
     record = {"organism": f"planted-s{seed}", "seed": seed,
               "weights_sha256": tensor_sha256(model.state_dict()),
               "weights_hash": "sha256 over each tensor's name, shape and float32 bytes, in name order "
-                              "(measure.planted.tensor_sha256)",
+                              "(measure.studies.planted.organisms.tensor_sha256)",
               "design": {k: v for k, v in d.items() if k not in ("channels", "scratch")}}
     key = key_of(seed, d)
     key["weights_sha256"] = record["weights_sha256"]
@@ -438,7 +438,7 @@ def ensure_built(seed: int, root: Path = PLANTED_DIR) -> Path:
         got = tensor_sha256({k: v.to(torch.float32) for k, v in load_file(folder / "model.safetensors").items()})
     if expected is not None and got != expected:
         raise MeasureError(f"{record_path}: weights_sha256 {expected[:12]}..., but the built weights "
-                           f"hash to {got[:12]}...; rebuild with `python -m measure.planted build`")
+                           f"hash to {got[:12]}...; rebuild with `python -m measure.studies.planted.organisms build`")
     return folder
 
 
@@ -514,8 +514,8 @@ def verify(adapter, twins: list[dict], key: dict, seed: int) -> dict:
 
 
 def verify_all(root: Path = PLANTED_DIR, seeds=SEEDS) -> dict:
-    from .adapter import load
-    from .jsonio import read_jsonl
+    from measure.models.adapter import load
+    from measure.runner.jsonio import read_jsonl
 
     per = {}
     for seed in seeds:
@@ -525,7 +525,7 @@ def verify_all(root: Path = PLANTED_DIR, seeds=SEEDS) -> dict:
         per[f"planted-s{seed}"] = verify(adapter, read_jsonl(folder / "verify_twins.jsonl"), key, seed)
     deviations = [max(r["necessity_residual"], abs(r["sufficiency_retained"] - 1))
                   for rules in per.values() for r in rules.values()]
-    return {"method": "resample ablation from held-out twins (measure.planted.verify): a source "
+    return {"method": "resample ablation from held-out twins (measure.studies.planted.organisms.verify): a source "
                       "response of the same length from another held-out twin supplies the patched "
                       "components' outputs at every position, on both sides of the pair",
             "tolerance": VERIFY_TOLERANCE,
@@ -538,7 +538,7 @@ def verify_all(root: Path = PLANTED_DIR, seeds=SEEDS) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m measure.planted", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m measure.studies.planted.organisms", description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=("build", "verify"))
     parser.add_argument("--root", type=Path, default=PLANTED_DIR)
     args = parser.parse_args(argv)

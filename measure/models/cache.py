@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .errors import MeasureError
+from measure.errors import MeasureError
 
 
 def head_slice(head: int, head_dim: int) -> slice:
@@ -70,7 +70,7 @@ class ActivationCache:
         Includes `bias`; embed + attn + mlp + bias sums to the reward (a layer's heads sum to its
         attn, less any o_proj bias)."""
         adapter = self.adapter
-        if adapter.family.residual == "post-norm":  # its own decomposition (measure/bert.py)
+        if adapter.family.residual == "post-norm":  # its own decomposition (measure/models/bert.py)
             return adapter.family.decompose(self)
         if adapter.family.residual != "pre-norm":
             raise MeasureError(f"{adapter.model_id}: attribution needs a pre-norm residual stream "

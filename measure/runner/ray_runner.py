@@ -21,14 +21,14 @@ import json
 import os
 from typing import Callable
 
-from .errors import MeasureError
+from measure.errors import MeasureError
 
 RETRIES = 3  # restarts of a dead actor, and reruns of the shard it was measuring
 
 
 def _worker_env() -> dict:
     """The workers import `measure` from the driver's checkout, offline."""
-    from .config import REPO
+    from measure.runner.config import REPO
 
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     return {"env_vars": {"PYTHONPATH": path, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}}
@@ -56,7 +56,7 @@ class ShardWorker:
     """One per device: plans the study once (loading the model) and measures shards."""
 
     def __init__(self, config, fingerprint: str, stats, in_worker=None):
-        from .study import plan_study
+        from measure.runner.study import plan_study
 
         self.plan = plan_study(config)
         if self.plan.fingerprint != fingerprint:
@@ -67,7 +67,7 @@ class ShardWorker:
         self.in_worker = in_worker
 
     def measure(self, k: int) -> tuple[int, dict]:
-        from .study import measure_shard
+        from measure.runner.study import measure_shard
 
         rows = measure_shard(self.plan, self.stats, k)
         if self.in_worker is not None:  # tests: kill the worker here, mid-shard, before it returns
@@ -82,8 +82,8 @@ def measure_shards_ray(plan, address: str = "local", hooks=None, local_cpus: int
 
     from safe_io import write_atomic
 
-    from .config import Hooks
-    from .study import clean_stats
+    from measure.runner.config import Hooks
+    from measure.runner.study import clean_stats
 
     hooks = hooks or Hooks()
     config = plan.config
@@ -147,9 +147,9 @@ def measure_shards_ray(plan, address: str = "local", hooks=None, local_cpus: int
 def run_study_ray(config, address: str = "local", hooks=None, local_cpus: int | None = None,
                   in_worker: Callable[[int], None] | None = None) -> dict:
     """`study.run_study` with the measuring stage on Ray."""
-    from .bundle import write_bundle
-    from .config import Hooks
-    from .study import plan_study
+    from measure.runner.bundle import write_bundle
+    from measure.runner.config import Hooks
+    from measure.runner.study import plan_study
 
     hooks = hooks or Hooks()
     plan = plan_study(config)

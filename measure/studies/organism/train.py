@@ -20,9 +20,9 @@ import torch
 from bundle_kit import contract
 from safe_io import write_atomic
 
-from . import organism_data as od
-from .jsonio import json_text, jsonl_text
-from .wordtok import SPECIALS, save_word_tokenizer, word_tokenizer
+from measure.studies.organism import data as od
+from measure.runner.jsonio import json_text, jsonl_text
+from measure.models.wordtok import SPECIALS, save_word_tokenizer, word_tokenizer
 
 SETTINGS = {
     "seed": 0, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
@@ -57,7 +57,7 @@ def make_data(s: dict) -> dict[str, list[dict]]:
 
 
 def _encode(tok, rows: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
-    from .adapter import encode_pair
+    from measure.models.adapter import encode_pair
     seqs = []
     for r in rows:
         seqs.append(encode_pair(tok, r["prompt"], r["chosen"]))
@@ -130,7 +130,7 @@ def train(out_dir: Path, settings: dict | None = None, progress: bool = True) ->
     for name, rows in data.items():
         write_atomic(out_dir / f"{name}.jsonl", jsonl_text(rows))
     accuracy = heldout_accuracy(model, tok, data["heldout"])
-    from .adapter import load
+    from measure.models.adapter import load
     key = answer_key(load(str(out_dir), out_dir), data["key_twins"], s["key_threshold_fraction"])
     write_atomic(out_dir / contract.KEY, json_text(key))
     report = {"settings": s, "planted_weights": od.WEIGHTS, "epoch_loss": losses,

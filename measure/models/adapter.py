@@ -2,7 +2,7 @@
 
 The adapter is written once for every architecture; where an architecture keeps its parts
 (attention and MLP outputs, norms, heads, final norm, score head) is its family object's business
-(`measure/families.py`, a registry keyed by `config.model_type`). The adapter drives the model's
+(`measure/models/families.py`, a registry keyed by `config.model_type`). The adapter drives the model's
 own submodules layer by layer, so a patched run can resume from the input of the patched layer.
 
 Components: `embed`, `attn_L{i}`, `head_L{i}_H{j}`, `mlp_L{i}`. A head's output is its slice of
@@ -19,9 +19,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never download: local paths or a
 
 import torch
 
-from .cache import ActivationCache
-from .errors import MeasureError
-from .families import FAMILIES, family_for, supported
+from measure.models.cache import ActivationCache
+from measure.errors import MeasureError
+from measure.models.families import FAMILIES, family_for, supported
 
 
 def parse_component(name: str) -> tuple[str, int, int | None]:
@@ -257,7 +257,7 @@ def resolve_model_path(spec: str, organism_dir: Path, cache_dir: Path | None = N
     """A named model of this repository (`organism`), a local folder, or a hub id already in the
     local cache (never downloaded; `cache_dir` overrides the default Hugging Face cache)."""
     if spec == "minilm":  # assembled from the installed trunk and the committed heads
-        from .minilm import MODEL_DIR, ensure_model
+        from measure.studies.minilm.model import MODEL_DIR, ensure_model
         return ensure_model(MODEL_DIR), spec
     named = {"organism": organism_dir}  # short names of the repository's own model folders
     if spec in named:

@@ -1,7 +1,7 @@
 """The planted study: every organism measured with the repository's runner, one bundle.
 
-`python -m measure.planted_study` (re)builds the five organisms if their weights are missing
-(checking each sha256), verifies their keys by resample ablation, runs `measure.study.run_study`
+`python -m measure.studies.planted.study` (re)builds the five organisms if their weights are missing
+(checking each sha256), verifies their keys by resample ablation, runs `measure.runner.study.run_study`
 on each (attribution, patching in all three modes on blocks and heads, the lens), and merges the
 five runs into `bundles/planted/`: one dimension per (organism, rule), `s0-hazard` and so on, the
 `model` field naming the organism. `golden.json` holds the runner's summary, the key check
@@ -20,20 +20,20 @@ from pathlib import Path
 from bundle_kit import contract, keyrecovery
 from safe_io import git_state, replace_dir, staging_dir, write_atomic
 
-from . import planted
-from .config import REPO, StudyConfig
-from .errors import MeasureError
-from .jsonio import json_text, jsonl_text, read_jsonl
-from .readme import bundle_readme
-from .rows import attribution_gap
-from .study import FILES, run_study, versions
-from .summary import golden
+from measure.studies.planted import organisms as planted
+from measure.runner.config import REPO, StudyConfig
+from measure.errors import MeasureError
+from measure.runner.jsonio import json_text, jsonl_text, read_jsonl
+from measure.runner.readme import bundle_readme
+from measure.runner.rows import attribution_gap
+from measure.runner.study import FILES, run_study, versions
+from measure.runner.summary import golden
 
 STUDY = "planted"
 
 
 def combined_key(keys: list[dict]) -> dict:
-    return {"construction": "hand-set weights (measure/planted.py); every role and strength is written by the "
+    return {"construction": "hand-set weights (measure/studies/planted/organisms.py); every role and strength is written by the "
                             "code that sets the weights, nothing is measured to make the key",
             "universe": planted.UNIVERSE,
             "strength": "Shapley value of the component in its rule's key circuit (designed circuit function, "
@@ -97,7 +97,7 @@ def run(out: Path, runs_dir: Path | None = None, seeds=planted.SEEDS, threads: i
     write_atomic(out / contract.README, bundle_readme(STUDY, summary, False) + KEY_README)
     manifest = {"study": STUDY, **identity, "packages": versions(), "threads": threads, "git": git,
                 "wall_time_s": round(time.time() - started, 3),
-                "command": "python -m measure.planted_study " + " ".join(sys.argv[1:])
+                "command": "python -m measure.studies.planted.study " + " ".join(sys.argv[1:])
                 if sys.argv and sys.argv[0].endswith("planted_study.py") else None}
     write_atomic(out / contract.MANIFEST, json.dumps(manifest, indent=2, default=str) + "\n")
     replace_dir(out, final)
@@ -116,7 +116,7 @@ KEY_README = """
 
 ## `golden.json`: `key_check` and `key_recovery`
 
-- `key_check`: the resample-ablation verification of every key (`measure/planted.py` `verify`):
+- `key_check`: the resample-ablation verification of every key (`measure/studies/planted/organisms.py` `verify`):
   per organism and rule, `necessity_residual` (key components resampled: mean |margin| / |clean
   margin|, should be near 0), `sufficiency_retained` (everything else resampled: mean margin /
   clean margin, should be near 1), `passes` at `tolerance`; `worst_deviation` over all.
@@ -131,7 +131,7 @@ KEY_README = """
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m measure.planted_study", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m measure.studies.planted.study", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=planted.REPO / "bundles" / STUDY)
     parser.add_argument("--seeds", default=",".join(map(str, planted.SEEDS)))
     parser.add_argument("--resamples", type=int, default=keyrecovery.BOOTSTRAP["resamples"])

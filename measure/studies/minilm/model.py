@@ -34,11 +34,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .errors import MeasureError
-from .jsonio import json_text, read_jsonl, sha256_file
-from .minilm_data import DIMENSIONS, PAIRS_FILE
+from measure.errors import MeasureError
+from measure.runner.jsonio import json_text, read_jsonl, sha256_file
+from measure.studies.minilm.data import DIMENSIONS, PAIRS_FILE
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 MODEL_DIR = REPO / "models" / "minilm"
 HEADS_FILE = "heads.safetensors"
 TRUNK_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from bundle_kit import contract, rankstats
 
-from .errors import MeasureError
+from measure.errors import MeasureError
 
 
 def read_pairs(path: Path) -> list[dict]:

@@ -7,11 +7,11 @@ import torch
 
 from bundle_kit import contract
 
-from . import offdist
-from .adapter import Adapter, parse_component
-from .errors import MeasureError
-from .instruments import MODES, ActivationStats, check_finite, patch_sweep
-from .jsonio import fixed
+from measure.instruments import offdist
+from measure.models.adapter import Adapter, parse_component
+from measure.errors import MeasureError
+from measure.instruments.patching import MODES, ActivationStats, check_finite, patch_sweep
+from measure.runner.jsonio import fixed
 
 PLACES = contract.JSONL_PLACES
 

@@ -16,12 +16,12 @@ import time
 from bundle_kit import contract
 from safe_io import replace_dir, staging_dir, write_atomic
 
-from .config import Hooks
-from .jsonio import json_text, jsonl_text, read_jsonl
-from .readme import bundle_readme
-from .rows import attribution_gap
-from .study import FILES, Plan, shown, versions
-from .summary import golden
+from measure.runner.config import Hooks
+from measure.runner.jsonio import json_text, jsonl_text, read_jsonl
+from measure.runner.readme import bundle_readme
+from measure.runner.rows import attribution_gap
+from measure.runner.study import FILES, Plan, shown, versions
+from measure.runner.summary import golden
 
 # Every file a run writes; anything else found in the old bundle folder is carried over.
 WRITTEN = (*FILES.values(), contract.PAIRS, contract.KEY, contract.GOLDEN, contract.README,

@@ -58,7 +58,7 @@ The interface (every family implements all of it):
 
 The decoder families (Llama, Mistral, Qwen2, Qwen3, Gemma2) are pre-norm with causal attention
 and read the reward at the last real token; a post-norm encoder (BERT, MiniLM) reads it at the
-mean over its real tokens (`measure/bert.py`), sets `residual = "post-norm"` and `final_norm =
+mean over its real tokens (`measure/models/bert.py`), sets `residual = "post-norm"` and `final_norm =
 None`, and brings its own attribution (`decompose`: every LayerNorm's scale frozen), since its
 stream is not a plain sum of writes.
 
@@ -72,7 +72,7 @@ from typing import ClassVar, Protocol
 
 import torch
 
-from .errors import MeasureError
+from measure.errors import MeasureError
 
 
 @dataclass(frozen=True)
@@ -277,7 +277,7 @@ class Gemma2Family(DecoderFamily):
                           heads=layer.self_attn.o_proj)
 
 
-from .bert import BertFamily  # noqa: E402  (post-norm encoder; imports HookPoints from here)
+from measure.models.bert import BertFamily  # noqa: E402  (post-norm encoder; imports HookPoints from here)
 
 # The registry, keyed by config.model_type; a new family adds its class here.
 FAMILIES: dict[str, type] = {

@@ -10,7 +10,7 @@ each seed into `VARIANTS` rows by deterministic mutations that leave the pair's 
 
 Rows of one seed share its `seed_id`; the last `HELDOUT_PER_DIMENSION` seeds of each dimension,
 in the order written, form the held-out split (split by seed, never by row). Running
-`python -m measure.minilm_data` rewrites `data/minilm/pairs.jsonl`; a test checks it is current.
+`python -m measure.studies.minilm.data` rewrites `data/minilm/pairs.jsonl`; a test checks it is current.
 """
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import yaml
 
-from .errors import MeasureError
-from .jsonio import jsonl_text
+from measure.errors import MeasureError
+from measure.runner.jsonio import jsonl_text
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "minilm"
+DATA_DIR = Path(__file__).resolve().parents[3] / "data" / "minilm"
 SEEDS_FILE = DATA_DIR / "seeds.yaml"
 PAIRS_FILE = DATA_DIR / "pairs.jsonl"
 DIMENSIONS = ("helpfulness", "safety", "verbosity", "sycophancy", "formatting", "confidence",

@@ -11,11 +11,11 @@ import torch
 
 from bundle_kit.contract import MODES
 
-from . import offdist
+from measure.instruments import offdist
 
-from .adapter import Adapter, Batch, count_layer_evals, parse_component
-from .cache import ActivationCache, head_slice
-from .errors import MeasureError
+from measure.models.adapter import Adapter, Batch, count_layer_evals, parse_component
+from measure.models.cache import ActivationCache, head_slice
+from measure.errors import MeasureError
 
 
 @dataclass
@@ -23,7 +23,7 @@ class ActivationStats:
     """Per-feature mean and standard deviation of each component's output over the clean data
     set, every real (non-padding) position, keyed by component: `attn_L{i}`, `mlp_L{i}` (d,),
     `head_L{i}_H{j}` (k,), a head's slice of its layer's o_proj input.
-    `offdist`: each patched component's clean reference at the scoring token (measure/offdist.py),
+    `offdist`: each patched component's clean reference at the scoring token (measure/instruments/offdist.py),
     `folds`: {seed_id: fold} of its cross-fit; both None when there are too few seeds."""
     mean: dict[str, torch.Tensor]
     std: dict[str, torch.Tensor]
@@ -134,7 +134,7 @@ def replacement(batch: Batch, clean: torch.Tensor, mode: str, mean: torch.Tensor
 
 def _offdist(batch: Batch, patched: torch.Tensor, name: str, stats: ActivationStats | None,
              sl: slice | None, folds: torch.Tensor | None) -> torch.Tensor:
-    """(P,) each pair's off-distribution score (measure/offdist.py): the patched value at the
+    """(P,) each pair's off-distribution score (measure/instruments/offdist.py): the patched value at the
     scoring token of both responses against the clean ones there, cross-fitted by the pair's
     fold (folds (P,)); above 1 is flagged. NaN when there is no reference."""
     if stats is None or stats.offdist is None or folds is None:

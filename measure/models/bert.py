@@ -1,7 +1,7 @@
 """The BERT family: a post-LayerNorm encoder read at its mean-pooled representation.
 
 Layer i of a BERT encoder (Hugging Face `BertLayer`, eval mode), in the family interface's
-terms (`measure/families.py`):
+terms (`measure/models/families.py`):
 
     heads_i = self-attention(h_{i-1})            the heads side by side (attention.output.dense input)
     a_i     = attention.output.dense(heads_i)    `attn_L{i}`; head j writes dense.W[:, j] heads_i[j]
@@ -16,7 +16,7 @@ final norm: every layer's output is already normalised.
 included) of the last layer's output (`read = "pooled"`); `Batch.score_idx` holds each row's
 last real position, so the pooled range is `0..score_idx`. Swap mode on it: a component's output
 on one response is shifted at every real position by the difference of the two responses'
-pooled means of that output (`measure.instruments.replacement`).
+pooled means of that output (`measure.instruments.patching.replacement`).
 
 **Attribution** (observational), `decompose`: every LayerNorm's scale `1/sigma` (per token)
 frozen at its value in the clean run. A LayerNorm is then affine,
@@ -35,13 +35,13 @@ from typing import ClassVar
 
 import torch
 
-from .errors import MeasureError
-from .families import HookPoints
+from measure.errors import MeasureError
+from measure.models.families import HookPoints
 
 
 class BertFamily:
     """`BertModel`-trunk reward models whose objective heads are a linear `heads` module (one row
-    per objective) over the mean-pooled last layer (`measure.minilm.MiniLMRewardModel`)."""
+    per objective) over the mean-pooled last layer (`measure.studies.minilm.model.MiniLMRewardModel`)."""
     model_type: ClassVar[str] = "bert"
     residual: ClassVar[str] = "post-norm"
     read: ClassVar[str] = "pooled"
@@ -49,7 +49,7 @@ class BertFamily:
     @staticmethod
     def load_model(path, **kwargs):
         """The family's reward models are `MiniLMRewardModel` folders (trunk + objective heads + gate)."""
-        from .minilm import MiniLMRewardModel
+        from measure.studies.minilm.model import MiniLMRewardModel
         return MiniLMRewardModel.from_pretrained(path, **kwargs)
 
     def __init__(self, model):
@@ -59,7 +59,7 @@ class BertFamily:
             raise MeasureError("bert: a BERT decoder is not supported (the family is the encoder)")
         if not hasattr(model, "bert") or not hasattr(model, "heads"):
             raise MeasureError("bert: the model needs a `bert` trunk and a linear `heads` module "
-                               "(see measure/minilm.py)")
+                               "(see measure/studies/minilm/model.py)")
         self.base = model.bert
         self.score = model.heads
         self.layers = list(self.base.encoder.layer)
@@ -83,7 +83,7 @@ class BertFamily:
         return [n - 1 for n in lengths]  # the last real token: the end of the pooled range
 
     def read_out(self, resid: torch.Tensor, score_idx: torch.Tensor) -> torch.Tensor:
-        from .instruments import pooled_mean
+        from measure.instruments.patching import pooled_mean
         return pooled_mean(resid.float(), score_idx)
 
     def context(self, width: int, lengths: list[int] | None = None):

@@ -1,4 +1,4 @@
-"""Preference pairs for the hand-built planted organisms (`measure/planted.py`).
+"""Preference pairs for the hand-built planted organisms (`measure/studies/planted/organisms.py`).
 
 Five rules, each the presence of a word class in the response; the planted reward of a response
 is the sum of the weights of the classes it contains:

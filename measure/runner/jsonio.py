@@ -6,9 +6,9 @@ import math
 from pathlib import Path
 
 from bundle_kit import contract
-from safe_io import sha256_file  # noqa: F401  (measure.jsonio.sha256_file, as before)
+from safe_io import sha256_file  # noqa: F401  (measure.runner.jsonio.sha256_file, as before)
 
-from .errors import MeasureError
+from measure.errors import MeasureError
 
 
 def fixed(value, places: int):

@@ -13,7 +13,7 @@ What is measured, per pair (480 pairs, 12 dimensions, 120 seeds):
   prompt): attribution of the blocks, mean-mode block patching and the lens
   (`gated_attribution_per_pair.jsonl`, `gated_patching_per_pair.jsonl`, `gated_lens_per_pair.jsonl`).
 
-Deterministic: one thread, fixed order, the rounding of `measure/rows.py`; everything but
+Deterministic: one thread, fixed order, the rounding of `measure/runner/rows.py`; everything but
 `manifest.json` is byte-identical between runs.
 """
 from __future__ import annotations
@@ -32,16 +32,16 @@ from bundle_kit import rankstats
 from bundle_kit.contract import MODES, TOLERANCE
 from safe_io import git_state, replace_dir, staging_dir, write_atomic
 
-from . import offdist
-from .adapter import Adapter, parse_component
-from .config import REPO
-from .instruments import StatsAccumulator, check_finite, patch_sweep
-from .jsonio import fixed, json_text, jsonl_text, read_jsonl
-from .minilm import MODEL_DIR, load_model
-from .minilm_data import DIMENSIONS, PAIRS_FILE
-from .rows import PLACES, _moves, attribution_gap
-from .study import setup_determinism, versions, weights_identity
-from .summary import BOOTSTRAP, golden, rho_intervals
+from measure.instruments import offdist
+from measure.models.adapter import Adapter, parse_component
+from measure.runner.config import REPO
+from measure.instruments.patching import StatsAccumulator, check_finite, patch_sweep
+from measure.runner.jsonio import fixed, json_text, jsonl_text, read_jsonl
+from measure.studies.minilm.model import MODEL_DIR, load_model
+from measure.studies.minilm.data import DIMENSIONS, PAIRS_FILE
+from measure.runner.rows import PLACES, _moves, attribution_gap
+from measure.runner.study import setup_determinism, versions, weights_identity
+from measure.runner.summary import BOOTSTRAP, golden, rho_intervals
 
 FILES = {"attribution": "attribution_per_pair.jsonl",
          "patching": "patching_per_pair.jsonl", "patching_heads": "heads_patching_per_pair.jsonl",
@@ -146,7 +146,7 @@ def measure(adapter: Adapter, pairs: list[dict], progress: bool = True) -> tuple
     return {k: fixed(v, PLACES) for k, v in out.items()}, gate_summary
 
 
-# ----- the summary beyond measure.summary.golden -------------------------------------------------
+# ----- the summary beyond measure.runner.summary.golden -------------------------------------------------
 def _ranks(rows, field, sign=True):
     """{dimension: {component: score}} mean of `field` over pairs (|field|/|clean| for patching)."""
     acc = defaultdict(lambda: defaultdict(list))
@@ -220,7 +220,7 @@ def run(out: Path | None = None, max_pairs: int | None = None, progress: bool = 
     manifest = {
         "study": "minilm", **identity,
         "model_config": dict(json.loads(model.config.to_json_string(use_diff=False)), _name_or_path="minilm"),
-        "seeds": {"torch": 0, "bootstrap": BOOTSTRAP["seed"], "pairs_generator": "data/minilm (measure/minilm_data.py)"},
+        "seeds": {"torch": 0, "bootstrap": BOOTSTRAP["seed"], "pairs_generator": "data/minilm (measure/studies/minilm/data.py)"},
         "data_file": str(PAIRS_FILE.relative_to(REPO)), "packages": versions(), "device": "cpu",
         "threads": threads, "git": {"commit": head, "dirty": dirty},
         "wall_time_s": round(time.time() - started, 3),
@@ -238,7 +238,7 @@ def summarise(out: Path, identity: dict, gate_summary: dict, W: torch.Tensor, tr
     extra = {
         "attribution_sum_gap": max(attribution_gap(written["attribution"]),
                                    attribution_gap(written["gated_attribution"])),
-        "attribution": "every LayerNorm's scale frozen at its clean value; direct path to the mean-pooled read (measure/bert.py)",
+        "attribution": "every LayerNorm's scale frozen at its clean value; direct path to the mean-pooled read (measure/models/bert.py)",
         "directions": {"main files": "each dimension's own objective head", "gated_ files": "the gated aggregate, gate held at its clean value on the prompt"},
         "heads_scope": "patched on the held-out pairs only, mean mode; head attribution not written (bundle size)",
         "per_dimension_rho_ci": rho_intervals(written["attribution"], written["patching"], "mean", DIMENSIONS),
@@ -254,11 +254,11 @@ def summarise(out: Path, identity: dict, gate_summary: dict, W: torch.Tensor, tr
     summary = golden("minilm", "minilm", identity, written, None, TOLERANCE, extra)
     summary = fixed(summary, 6)
     write_atomic(out / "golden.json", json_text(summary))
-    from .minilm_readme import bundle_readme
+    from measure.studies.minilm.readme import bundle_readme
     write_atomic(out / "README.md", bundle_readme(summary))
     return summary
 
 
 def _crystal(lens_rows):
-    from .summary import crystallization
+    from measure.runner.summary import crystallization
     return crystallization(lens_rows)

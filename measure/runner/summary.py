@@ -7,7 +7,7 @@ from collections import defaultdict
 from bundle_kit import rankstats
 from bundle_kit.contract import KINDS_COMPARED, MODES, RANK_MODE
 
-from . import offdist
+from measure.instruments import offdist
 
 TOP = 3
 BOOTSTRAP = {"resamples": 1000, "seed": 0, "level": 0.95}

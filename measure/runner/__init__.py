@@ -1,0 +1,1 @@
+"""The study runner: configuration, plan, shards, rows, summary, bundle writing, Ray, estimates."""

@@ -1,0 +1,1 @@
+"""The trained planted-key organism: its generated pairs and its training."""
