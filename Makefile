@@ -24,11 +24,13 @@ setup-test: $(BIN)/python
 	$(BIN)/pip install -q -e '.[measure,test,scale]'
 
 # Debian's Chromium for the browser suite, Java for the Nu HTML checker, unzip for the study pages'
-# command (tests/bundles run it as printed), and axe-core from npm.
+# command (tests/bundles run it as printed), ssh-keygen (openssh-client) to verify and sign
+# reproduction records, and axe-core from npm.
 browser-deps:
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
 	@command -v java >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless)
 	@command -v unzip >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq unzip)
+	@command -v ssh-keygen >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-client)
 	@[ -d node_modules/axe-core ] || npm ci --no-audit --no-fund --silent
 
 test: setup-test browser-deps

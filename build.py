@@ -7,6 +7,7 @@
     python build.py check            build into a temporary directory and report; public/ untouched
     python build.py ref FILE:LINE [KEY]   print a reference's value and receipt
     python build.py verify-quoted PATH    check quoted/ against a copy of the file it quotes
+    python build.py record STUDY --key KEY   a signed reproduction record of the built site's zip
 """
 from __future__ import annotations
 
@@ -18,6 +19,30 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (`build.py: error: ...`) and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _matching(pattern: str, what: str):
+    """An argparse type: the text when it matches `pattern`, else a one-line usage error."""
+    import re
+
+    def check(text: str) -> str:
+        if not re.fullmatch(pattern, text):
+            raise argparse.ArgumentTypeError(f"{what} {text[:40]!r} must match {pattern}")
+        return text
+    return check
+
+
+def _existing_file(text: str) -> Path:
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"{text[:80]!r} is not a file")
+    return Path(text)
 
 
 def _root_args(parser: argparse.ArgumentParser, top: bool = False) -> None:
@@ -119,8 +144,22 @@ def cmd_verify_quoted(args) -> int:
     return 0
 
 
+def cmd_record(args) -> int:
+    from site_src.errors import BuildError
+    from site_src.honesty.project_record import record_study
+    out = Path(os.path.abspath(args.out or args.root / "public"))
+    try:
+        path, signer, status = record_study(args.root, out, args.study, args.key, args.name)
+    except BuildError as exc:
+        print(f"error: {exc.format()}", file=sys.stderr)
+        return 1
+    rel = path.relative_to(args.root)
+    print(f"recorded {rel} (the check exited {status}) and signed it as {signer}: commit {rel} and {rel}.sig")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="build.py", description=__doc__,
+    parser = OneLineParser(prog="build.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     _root_args(parser, top=True)
     sub = parser.add_subparsers(dest="command")
@@ -146,11 +185,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("source", type=Path, help="a copy of the quoted project's file (e.g. reward-lens-golden.json)")
     p.add_argument("--fixture", type=Path, default=Path("quoted/reward-lens-e04.json"),
                    help="the fixture to check (default: quoted/reward-lens-e04.json)")
+    p = sub.add_parser("record", help="a signed reproduction record of a study, made from the built site's zip",
+                       description="Unzip public/bundles/STUDY.zip into a fresh folder, run `python3 -I -S "
+                                   "reproduce.py --record` there as a reader does, write reproductions/STUDY/NAME.yaml "
+                                   "and sign it with KEY (ssh-keygen -Y sign). See docs/honesty.md.")
+    _root_args(p)
+    p.add_argument("study", type=_matching(r"[a-z0-9][a-z0-9_-]*", "study"), help="the study (its bundle folder name)")
+    p.add_argument("--key", type=_existing_file, required=True, help="the signer's private SSH key file")
+    p.add_argument("--name", type=_matching(r"[a-z0-9][a-z0-9._-]*", "record name"),
+                   help="the record's name (default: authors-DATE-TIME)")
     args = parser.parse_args(argv)
     args.root = args.root.resolve()
     command = args.command or "build"
     return {"build": cmd_build, "check": cmd_check, "serve": cmd_serve, "ref": cmd_ref,
-            "verify-quoted": cmd_verify_quoted}[command](args)
+            "verify-quoted": cmd_verify_quoted, "record": cmd_record}[command](args)
 
 
 def _use_project_environment() -> None:

@@ -13,6 +13,10 @@ newline. That is what `sha256sum` prints for the unzipped folder, so it can be c
 
 The zip is written deterministically from exactly these files, so equal listings mean equal
 zips; the site prints the zip's own sha256 beside each record it matches.
+
+A record counts only when signed by whoever ran it, with an SSH key as git signs with one:
+`ssh-keygen -Y sign -f KEY -n reproduction-record@preference-sites NAME.yaml` writes NAME.yaml.sig,
+which the site build verifies against the repository's reproductions/allowed_signers.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ import platform
 import re
 
 FORMAT = "reproduction-record/1"
+SIGNING_NAMESPACE = "reproduction-record@preference-sites"   # ssh-keygen -Y sign -n ...
 CHECKSUM_KEY = "checksum"
 # What the bundle build leaves out of a zip (dotfiles, caches); a record leaves out the same.
 _SKIPPED = re.compile(r"(^|/)(\.|__pycache__(/|$))|\.pyc$|~$")
@@ -88,12 +93,17 @@ def _quoted(text: str) -> str:
 
 
 def render(study: str, files: list[tuple[str, str]], exit_status: int, output: str,
-           now: datetime.datetime | None = None) -> str:
-    """The record's YAML text. `output` is everything the check printed."""
+           now: datetime.datetime | None = None, note: str = "") -> str:
+    """The record's YAML text. `output` is everything the check printed; `note`, one line put
+    first as a comment (the browser's check writes "browser run, unsigned"), is covered by the
+    checksum like the rest."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    lines = [
+    lines = [f"# {' '.join(note.split())}"] if note.strip() else []
+    lines += [
         "# A reproduction record, written by `python reproduce.py --record`. Commit it unedited as",
         f"# reproductions/{study}/<name>.yaml; the site build checks it against the current bundle.",
+        f"# Sign it: ssh-keygen -Y sign -f YOUR_KEY -n {SIGNING_NAMESPACE} <name>.yaml, and commit",
+        "# <name>.yaml.sig beside it, with your public key in reproductions/allowed_signers.",
         f"format: {FORMAT}",
         f"study: {_quoted(study)}",
         f"bundle_files_sha256: {_quoted(listing_digest(files))}",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import BuildError
 from ..resolve import Resolver
-from . import errata, registrations, reproductions, rungs
+from . import errata, registrations, reproductions, rungs, signatures
 
 
 @dataclass
@@ -40,6 +40,7 @@ class Honesty:
         self.refusal = self.resolver.files.refusal if self.resolver.files is not None else (lambda rel: None)
         self._registrations: list | None = None
         self._machines: set | None = None
+        self._signers: dict = {}
         self.studies: dict[str, StudyHonesty] = {}
         self._corrections: dict[str, list] = {}     # study -> errata.Correction
         self._shown: dict[str, list] = {}           # page rel -> corrections rendered for its page
@@ -73,9 +74,19 @@ class Honesty:
             except BuildError as exc:
                 self.errors.add(exc)
                 self._machines = set()
-        found = reproductions.load_reproductions(self.root, name, bundle, self.errors, self._machines, self.refusal)
+            try:
+                self._signers = signatures.load_signers(self.root, reproductions.FOLDER, self.refusal)
+            except BuildError as exc:
+                self.errors.add(exc)
+                self._signers = {}
+        found = reproductions.load_reproductions(self.root, name, bundle, self.errors, self._machines, self.refusal,
+                                                 self._signers)
         for rep in found:
             self.resolver.used[rep.rel] = True
+            if rep.signature_rel:     # published raw, so a reader can verify it with ssh-keygen
+                self.resolver.used.setdefault(rep.signature_rel, False)
+        if any(rep.signature_rel for rep in found):
+            self.resolver.used.setdefault(f"{reproductions.FOLDER}/{signatures.ALLOWED}", False)
         info = StudyHonesty(
             study=name, reproductions=found, reproduction_line=reproductions.reproduction_line(found),
             registrations=[v for v in self.registrations if v.registration.study == name],

@@ -1,14 +1,18 @@
 """The reproduction registry: records under reproductions/<study>/, checked against the bundle
-the build just made.
+the build just made, and their SSH signatures (signatures.py) against reproductions/allowed_signers.
 
-A record (written by `python reproduce.py --record`, see bundle_kit/record.py) is:
-- a reproduction, when it names the current bundle's file listing and its output is the
-  bundle's expected output, character for character;
-- a failed reproduction, when it names the current bundle but printed something else (shown,
-  never hidden);
+A record (written by `python reproduce.py --record`, see bundle_kit/record.py) names a bundle by
+its file listing and holds the check's output and exit status. Against the current bundle it is:
+- a reproduction, when it names the current bundle's file listing, its check exited 0 and its
+  output is the bundle's expected output, character for character;
+- a failed reproduction, when it names the current bundle but exited non-zero or printed
+  something else (shown, never hidden);
 - a run of an earlier bundle, when it names another file listing.
-A run on a machine the project itself builds or measures on (reproductions/machines.yaml, or the
-machine running this build) is labelled as such and never counted as independent.
+Only a record signed by a listed signer (`<name>.yaml.sig`) is any of the first two: an unsigned
+record, or one whose signature does not verify, is listed as unverified and never counted,
+whatever it says. A reproduction signed by the project's own key is the authors' run; one made
+on a machine the project builds or measures on (reproductions/machines.yaml, or the machine
+running this build) is labelled so; neither is counted as independent.
 """
 from __future__ import annotations
 
@@ -20,11 +24,14 @@ from pathlib import Path
 from bundle_kit import record as kit_record
 
 from ..errors import BuildError
+from . import signatures
+from .signatures import UNSIGNED, Signature
 from .yamlfile import Record, load_record, record_files
 
 FOLDER = "reproductions"
 MACHINES = "machines.yaml"
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\.yaml")
+SIGNATURE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\.yaml\.sig")
 HEX64 = re.compile(r"[0-9a-f]{64}")
 HEX16 = re.compile(r"[0-9a-f]{16}")
 TEXT_FIELDS = ("study", "date", "platform", "python", "hostname", "output")
@@ -32,13 +39,14 @@ FIELDS = ("format", "study", "bundle_files_sha256", "files", "exit_status", "dat
           "python", "hostname", "machine_fingerprint", "output", "checksum")
 
 REPRODUCED, FAILED, EARLIER = "reproduced", "failed reproduction", "run of an earlier bundle"
+UNVERIFIED = "unverified"
 
 
 @dataclass(frozen=True)
 class Reproduction:
     rel: str                # repository-relative path of the record
     name: str               # file name without .yaml
-    status: str             # REPRODUCED, FAILED or EARLIER
+    status: str             # REPRODUCED, FAILED, EARLIER or UNVERIFIED
     same_machine: bool      # made on a machine of the project's own
     date: str
     platform: str
@@ -50,18 +58,31 @@ class Reproduction:
     bundle_files_sha256: str
     differing_files: tuple  # files whose sha256 differs from the current bundle's (or are missing)
     output_diff: str        # unified diff of the expected output against the record's ('' if equal)
+    signature: Signature = UNSIGNED
+    claims: str = ""        # an unverified record: what it says it shows (REPRODUCED or FAILED)
+    signature_rel: str = ""  # repository-relative path of its signature file ('' when unsigned)
+
+    @property
+    def by_authors(self) -> bool:
+        return self.status == REPRODUCED and self.signature.project
 
     @property
     def independent(self) -> bool:
-        return self.status == REPRODUCED and not self.same_machine
+        return self.status == REPRODUCED and not self.same_machine and not self.signature.project
 
     @property
     def label(self) -> str:
         if self.status == REPRODUCED:
+            if self.signature.project:
+                return "reproduction by the authors (not independent)"
             return "reproduction on the project's own machine (not independent)" if self.same_machine \
                 else "independent reproduction"
         if self.status == FAILED:
-            return "failed reproduction" + (" on the project's own machine" if self.same_machine else "")
+            return "failed reproduction" + (" on the project's own machine" if self.same_machine else "") + \
+                (f" (exit status {self.exit_status})" if self.exit_status else "")
+        if self.status == UNVERIFIED:
+            said = "the expected output" if self.claims == REPRODUCED else "a failed check"
+            return f"unverified record, not counted (it shows {said})"
         return EARLIER
 
 
@@ -119,34 +140,41 @@ def validate(doc: Record, study: str) -> None:
         raise BuildError("bundle_files_sha256 is not the digest of the files listed under it", doc.where("bundle_files_sha256"))
 
 
-def classify(doc: Record, bundle, machines: set[str]) -> Reproduction:
+def classify(doc: Record, bundle, machines: set[str], signature: Signature = UNSIGNED,
+             signature_rel: str = "") -> Reproduction:
     """A validated record, compared with the bundle this build made."""
     data = doc.data
     current = {f.name: f.sha256 for f in bundle.files}
     recorded = data["files"]
     differing = tuple(sorted(n for n in set(current) | set(recorded) if current.get(n) != recorded.get(n)))
     output = data["output"]
+    diff, claims = "", ""
     if data["bundle_files_sha256"] != bundle_listing_digest(bundle):
-        status, diff = EARLIER, ""
-    elif output == bundle.expected_output:
-        status, diff = REPRODUCED, ""
+        status = EARLIER
+    elif output == bundle.expected_output and data["exit_status"] == 0:
+        status = REPRODUCED
     else:
         status = FAILED
         diff = "".join(difflib.unified_diff(bundle.expected_output.splitlines(True), output.splitlines(True),
                                             "expected output (this build)", f"{doc.rel}"))
+    if status != EARLIER and not signature.verified:   # whatever it says, nobody vouches for it
+        status, claims = UNVERIFIED, status
     return Reproduction(
         rel=doc.rel, name=Path(doc.rel).stem, status=status,
         same_machine=data["machine_fingerprint"] in machines,
         date=data["date"], platform=data["platform"], python=data["python"], hostname=data["hostname"],
         exit_status=data["exit_status"], output=output, output_line=doc.lines[("output",)],
-        bundle_files_sha256=data["bundle_files_sha256"], differing_files=differing, output_diff=diff)
+        bundle_files_sha256=data["bundle_files_sha256"], differing_files=differing, output_diff=diff,
+        signature=signature, claims=claims, signature_rel=signature_rel)
 
 
 def load_reproductions(root: Path, study: str, bundle, errors, machines: set[str] | None = None,
-                       refusal=lambda rel: None) -> list[Reproduction]:
-    """Every record of `study`, checked; a bad record is a build error and is left out.
+                       refusal=lambda rel: None, signers: dict | None = None) -> list[Reproduction]:
+    """Every record of `study`, checked, with its signature; a bad record is a build error and is
+    left out.
 
-    `refusal(rel)` is the path policy's reason not to read a file (None: it may be read)."""
+    `refusal(rel)` is the path policy's reason not to read a file (None: it may be read);
+    `signers` is signatures.load_signers' answer (read here when not given)."""
     folder = root / FOLDER / study
     if not folder.is_dir():
         return []
@@ -156,16 +184,38 @@ def load_reproductions(root: Path, study: str, bundle, errors, machines: set[str
         except BuildError as exc:
             errors.add(exc)
             machines = {kit_record.machine_fingerprint()}
-    out = []
-    for path, rel in record_files(root, folder, NAME.fullmatch, "a reproduction record is named <name>.yaml "
+    if signers is None:
+        try:
+            signers = signatures.load_signers(root, FOLDER, refusal)
+        except BuildError as exc:
+            errors.add(exc)
+            signers = {}
+    records, sigs = [], {}
+    for path, rel in record_files(root, folder, lambda name: NAME.fullmatch(name) or SIGNATURE_NAME.fullmatch(name),
+                                  "a reproduction record is named <name>.yaml, its signature <name>.yaml.sig "
                                   "(lower-case letters, digits, '.', '_', '-')", refusal, errors):
+        (sigs.__setitem__(path.name[:-len(signatures.SIG_SUFFIX)], path) if path.name.endswith(signatures.SIG_SUFFIX)
+         else records.append((path, rel)))
+    for name in sorted(set(sigs) - {path.name for path, _rel in records}):
+        errors.add(BuildError(f"is a signature of {name}, which is not a record here", f"{FOLDER}/{study}/{name}.sig"))
+    keygen = signatures.keygen_path() if sigs else None
+    if sigs and keygen is None:
+        errors.add(BuildError("verifying a signed record needs ssh-keygen, which is not installed "
+                              "(Debian: apt-get install openssh-client)", f"{FOLDER}/{study}/"))
+        return []
+    out = []
+    for path, rel in records:
         try:
             doc = load_record(path, rel)
             validate(doc, study)
         except BuildError as exc:
             errors.add(exc)
             continue
-        out.append(classify(doc, bundle, machines))
+        if path.name in sigs:
+            signed = signatures.verify(path, sigs[path.name], signers, keygen)
+            out.append(classify(doc, bundle, machines, signed, f"{rel}{signatures.SIG_SUFFIX}"))
+        else:
+            out.append(classify(doc, bundle, machines))
     return out
 
 
@@ -174,16 +224,23 @@ def reproduction_line(reproductions: list[Reproduction]) -> str:
     def count(n: int, one: str, many: str) -> str:
         return f"{n} {one if n == 1 else many}"
     independent = [r for r in reproductions if r.independent]
-    own = [r for r in reproductions if r.status == REPRODUCED and r.same_machine]
+    authors = [r for r in reproductions if r.by_authors]
+    own = [r for r in reproductions if r.status == REPRODUCED and not r.independent and not r.by_authors]
     failed = [r for r in reproductions if r.status == FAILED]
+    unverified = [r for r in reproductions if r.status == UNVERIFIED]
     earlier = [r for r in reproductions if r.status == EARLIER]
     head = (f"{count(len(independent), 'independent reproduction', 'independent reproductions')} of this bundle"
             if independent else "No independent reproduction recorded")
     rest = []
+    if authors:
+        rest.append(f"{count(len(authors), 'run', 'runs')} by the authors matched the expected output (not independent)")
     if own:
         rest.append(f"{count(len(own), 'run', 'runs')} on the project's own machine matched the expected output (not independent)")
     if failed:
         rest.append(count(len(failed), "failed reproduction", "failed reproductions"))
+    if unverified:
+        rest.append(f"{count(len(unverified), 'unverified record', 'unverified records')} (unsigned, or not signed "
+                    "by a listed signer), not counted")
     if earlier:
         rest.append(f"{count(len(earlier), 'run', 'runs')} of an earlier bundle")
     return head + ("; " + "; ".join(rest) if rest else "")

@@ -1,4 +1,5 @@
-"""The reproduction registry: `reproduce.py --record`, and how the build classifies each record."""
+"""The reproduction registry: `reproduce.py --record`, how the build classifies each record, and
+the SSH signatures that decide whether a record counts at all (keys made here, thrown away)."""
 from __future__ import annotations
 
 import re
@@ -14,26 +15,86 @@ from bundle_kit import record as kit_record
 from site_src import bundles
 from site_src.errors import Errors
 from site_src.honesty import reproductions as rp
+from site_src.honesty import signatures
 
 from .conftest import TINY, run_record, unzip
 
+NAMESPACE = signatures.NAMESPACE
+
+
+def make_key(folder: Path, name: str) -> Path:
+    """A throwaway ed25519 key pair: (private key path); the public half is PATH.pub."""
+    if shutil.which("ssh-keygen") is None:
+        pytest.fail("ssh-keygen (openssh-client) is needed: `make test` installs it")
+    folder.mkdir(parents=True, exist_ok=True)
+    key = folder / name
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(key)], check=True,
+                   capture_output=True)
+    return key
+
+
+def public(key: Path) -> str:
+    """'KEYTYPE BASE64' of a key pair, as an allowed-signers line ends."""
+    return " ".join((key.parent / (key.name + ".pub")).read_text().split()[:2])
+
+
+def sign(path: Path, key: Path, namespace: str = NAMESPACE) -> Path:
+    sig = path.with_name(path.name + ".sig")
+    sig.unlink(missing_ok=True)
+    subprocess.run(["ssh-keygen", "-Y", "sign", "-q", "-f", str(key), "-n", namespace, str(path)], check=True,
+                   capture_output=True, stdin=subprocess.DEVNULL)
+    return sig
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("keys")
+    return {name: make_key(folder, name) for name in ("alice", "authors", "mallory")}
+
+
+def allow(root: Path, keys: dict, text: str | None = None) -> Path:
+    """reproductions/allowed_signers: alice and the project's own key (mallory is not listed)."""
+    path = root / "reproductions" / "allowed_signers"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text if text is not None else
+                    f"alice@example.org {public(keys['alice'])}\n"
+                    f'{signatures.PROJECT_SIGNER} namespaces="{NAMESPACE}" {public(keys["authors"])} the authors\n')
+    return path
+
 
 @pytest.fixture
-def recorded(tiny_bundle, tmp_path) -> tuple[Path, str]:
-    """(a repository root holding reproductions/tiny/, the record's text) made from the real zip."""
+def recorded(tiny_bundle, tmp_path, keys) -> tuple[Path, str]:
+    """(a repository root holding reproductions/tiny/alice.yaml signed by alice, the record's text)
+    made from the real zip."""
     folder = unzip(tiny_bundle, tmp_path / "download" / "tiny")
     done = run_record(folder)
     assert done.returncode == 0, done.stderr
     root = tmp_path / "repo"
     (root / "reproductions" / "tiny").mkdir(parents=True)
-    (root / "reproductions" / "tiny" / "alice.yaml").write_text(done.stdout)
+    allow(root, keys)
+    write_signed(root, done.stdout, keys["alice"])
     return root, done.stdout
+
+
+def write_signed(root: Path, text: str, key: Path | None, name: str = "alice") -> Path:
+    """Write reproductions/tiny/NAME.yaml and sign it with `key` (None: leave it unsigned)."""
+    path = root / "reproductions" / "tiny" / f"{name}.yaml"
+    path.write_text(text)
+    path.with_name(path.name + ".sig").unlink(missing_ok=True)
+    if key is not None:
+        sign(path, key)
+    return path
 
 
 def _load(root: Path, bundle, machines=None) -> tuple[list, Errors]:
     errors = Errors()
     found = rp.load_reproductions(root, "tiny", bundle, errors, machines)
     return found, errors
+
+
+def _elsewhere(text: str) -> str:
+    """The record as another machine would print it (checksum recomputed)."""
+    return _resign(re.sub(r'machine_fingerprint: "\w+"', 'machine_fingerprint: "0123456789abcdef"', text))
 
 
 def _resign(text: str) -> str:
@@ -59,23 +120,22 @@ def test_record_of_the_current_bundle_on_this_machine_is_not_independent(recorde
     [rep] = found
     assert rep.status == rp.REPRODUCED and rep.same_machine and not rep.independent
     assert rep.label == "reproduction on the project's own machine (not independent)"
+    assert rep.signature.signer == "alice@example.org" and rep.signature.text == "alice@example.org"
     line = rp.reproduction_line(found)
     assert line.startswith("No independent reproduction recorded; 1 run on the project's own machine")
 
 
-def test_record_from_another_machine_counts_as_independent(recorded, tiny_bundle):
+def test_signed_record_from_another_machine_counts_as_independent(recorded, tiny_bundle, keys):
     root, text = recorded
-    other = re.sub(r'machine_fingerprint: "\w+"', 'machine_fingerprint: "0123456789abcdef"', text)
-    (root / "reproductions" / "tiny" / "alice.yaml").write_text(_resign(other))
+    write_signed(root, _elsewhere(text), keys["alice"])
     found, errors = _load(root, tiny_bundle)
     assert not errors and found[0].independent
     assert rp.reproduction_line(found) == "1 independent reproduction of this bundle"
 
 
-def test_machines_file_marks_a_project_machine(recorded, tiny_bundle):
+def test_machines_file_marks_a_project_machine(recorded, tiny_bundle, keys):
     root, text = recorded
-    other = re.sub(r'machine_fingerprint: "\w+"', 'machine_fingerprint: "0123456789abcdef"', text)
-    (root / "reproductions" / "tiny" / "alice.yaml").write_text(_resign(other))
+    write_signed(root, _elsewhere(text), keys["alice"])
     (root / "reproductions" / "machines.yaml").write_text(
         "machines:\n  - fingerprint: 0123456789abcdef\n    note: the CI runner\n")
     found, errors = _load(root, tiny_bundle)
@@ -100,11 +160,11 @@ def test_hand_edited_record_is_refused_naming_its_line(recorded, tiny_bundle):
                               "its checksum does not match the lines above (a record is committed exactly as printed)"]
 
 
-def test_resigned_record_with_other_output_is_a_failed_reproduction_not_hidden(recorded, tiny_bundle):
+def test_signed_record_with_other_output_is_a_failed_reproduction_not_hidden(recorded, tiny_bundle, keys):
     root, text = recorded
     tampered = re.sub(r"(?m)^(  honesty +)\S+", r"\1+0.999999", text, count=1)
     assert tampered != text
-    (root / "reproductions" / "tiny" / "alice.yaml").write_text(_resign(tampered))
+    write_signed(root, _resign(tampered), keys["alice"])
     found, errors = _load(root, tiny_bundle)
     assert not errors
     [rep] = found
@@ -142,7 +202,7 @@ def test_record_filed_under_another_study(recorded, tiny_bundle):
     root, text = recorded
     (root / "reproductions" / "tiny" / "alice.yaml").write_text(_resign(text.replace('study: "tiny"', 'study: "other"')))
     _found, errors = _load(root, tiny_bundle)
-    assert errors.lines() == ["reproductions/tiny/alice.yaml:4: is filed under reproductions/tiny/ but records study 'other'"]
+    assert errors.lines() == ["reproductions/tiny/alice.yaml:6: is filed under reproductions/tiny/ but records study 'other'"]
 
 
 @pytest.mark.parametrize("text, message", [
@@ -194,3 +254,171 @@ def test_record_with_a_duplicate_key_is_refused(recorded, tiny_bundle):
     (root / "reproductions" / "tiny" / "alice.yaml").write_text('study: "tiny"\n' + text)
     _found, errors = _load(root, tiny_bundle)
     assert len(errors) == 1 and errors.lines()[0].startswith("reproductions/tiny/alice.yaml:") and "study" in errors.lines()[0]
+
+
+# ---------------------------------------------------------------- signatures (issue 18, case 5)
+
+def test_a_nonzero_exit_status_is_never_a_reproduction(recorded, tiny_bundle, keys):
+    """Issue 18, case 5: `exit_status: 1` with the expected output was counted as a reproduction."""
+    root, text = recorded
+    failing = _elsewhere(text.replace("exit_status: 0", "exit_status: 1"))
+    for key, status in ((None, rp.UNVERIFIED), (keys["alice"], rp.FAILED)):
+        write_signed(root, failing, key)
+        found, errors = _load(root, tiny_bundle)
+        assert not errors
+        [rep] = found
+        assert rep.status == status and not rep.independent, key
+        assert "independent reproduction of" not in rp.reproduction_line(found)
+    assert rep.label == "failed reproduction (exit status 1)"
+
+
+def test_a_forged_unsigned_record_is_listed_as_unverified_never_counted(recorded, tiny_bundle):
+    """Issue 18, case 5: anyone could write an 'independent' record, its checksum a plain sha256."""
+    root, text = recorded
+    write_signed(root, _elsewhere(text), None)
+    found, errors = _load(root, tiny_bundle)
+    assert not errors
+    [rep] = found
+    assert rep.status == rp.UNVERIFIED and rep.claims == rp.REPRODUCED and not rep.independent
+    assert rep.signature.text == "unsigned"
+    assert rep.label == "unverified record, not counted (it shows the expected output)"
+    assert rp.reproduction_line(found) == ("No independent reproduction recorded; 1 unverified record (unsigned, "
+                                           "or not signed by a listed signer), not counted")
+
+
+@pytest.mark.parametrize("forge, problem", [
+    ("mallory", "unverified: signed by a key not in reproductions/allowed_signers"),
+    ("namespace", f"unverified: signed for 'git', not {NAMESPACE}"),
+    ("other file", "unverified: the signature by alice@example.org does not match this record"),
+    ("edited after", "unverified: the signature by alice@example.org does not match this record"),
+    ("garbage", "unverified: the signature is not an SSH signature (-----BEGIN SSH SIGNATURE-----)"),
+    ("truncated", "unverified: the signature is a truncated SSH signature"),
+])
+def test_a_signature_that_does_not_verify_leaves_the_record_unverified(recorded, tiny_bundle, keys, forge, problem):
+    root, text = recorded
+    path = write_signed(root, _elsewhere(text), keys["alice"])
+    sig = path.with_name("alice.yaml.sig")
+    if forge == "mallory":
+        sign(path, keys["mallory"])
+    elif forge == "namespace":
+        sign(path, keys["alice"], namespace="git")
+    elif forge == "other file":          # alice's good signature of another record, moved here
+        other = write_signed(root, _elsewhere(text).replace("exit_status: 0", "exit_status: 0 "), keys["alice"], "bob")
+        shutil.copyfile(other.with_name("bob.yaml.sig"), sig)
+        other.unlink()
+        other.with_name("bob.yaml.sig").unlink()
+    elif forge == "edited after":       # signed, then the output changed and the checksum redone
+        path.write_text(_resign(re.sub(r"(?m)^(  honesty +)\S+", r"\1+0.999999", path.read_text(), count=1)))
+    elif forge == "garbage":
+        sig.write_text("not a signature\n")
+    elif forge == "truncated":
+        import base64
+        body = base64.b64encode(b"SSHSIG" + (1).to_bytes(4, "big") + (999).to_bytes(4, "big")).decode()
+        sig.write_text(f"-----BEGIN SSH SIGNATURE-----\n{body}\n-----END SSH SIGNATURE-----\n")
+    found, errors = _load(root, tiny_bundle)
+    assert not errors
+    [rep] = found
+    assert rep.signature.problem == problem and rep.status == rp.UNVERIFIED and not rep.independent
+
+
+def test_the_projects_own_key_makes_a_run_by_the_authors(recorded, tiny_bundle, keys):
+    root, text = recorded
+    write_signed(root, _elsewhere(text), keys["authors"])
+    found, errors = _load(root, tiny_bundle)
+    assert not errors
+    [rep] = found
+    assert rep.by_authors and not rep.independent and rep.signature.project
+    assert rep.signature.text == "authors@preference-sites (the project's own key)"
+    assert rep.label == "reproduction by the authors (not independent)"
+    assert rp.reproduction_line(found) == ("No independent reproduction recorded; 1 run by the authors matched the "
+                                           "expected output (not independent)")
+
+
+def test_a_browser_run_unsigned_is_accepted_and_listed_as_unverified(recorded, tiny_bundle, monkeypatch):
+    """The page's "Run the check here" (Pyodide) makes a record no key signs: accepted as input,
+    listed, never counted."""
+    root, text = recorded
+    data = yaml.safe_load(text)
+    monkeypatch.setattr(kit_record.platform, "platform", lambda: "Emscripten-3.1.58-wasm32-32bit")
+    monkeypatch.setattr(kit_record.platform, "node", lambda: "")
+    monkeypatch.setattr(kit_record, "machine_fingerprint", lambda: "00000000000000b0")
+    browser = kit_record.render("tiny", list(data["files"].items()), 0, data["output"], note="browser run, unsigned")
+    assert browser.startswith("# browser run, unsigned\n# A reproduction record")
+    write_signed(root, browser, None, name="browser-run")
+    (root / "reproductions" / "tiny" / "alice.yaml").unlink()
+    (root / "reproductions" / "tiny" / "alice.yaml.sig").unlink()
+    found, errors = _load(root, tiny_bundle)
+    assert not errors
+    [rep] = found
+    assert rep.status == rp.UNVERIFIED and rep.platform.startswith("Emscripten") and not rep.independent
+
+
+@pytest.mark.parametrize("line, message", [
+    ('alice@example.org cert-authority {key}', "cert-authority is not accepted: list each signer's own key"),
+    ('alice@example.org valid-before="20300101" {key}', "valid-before is not accepted"),
+    ('alice@example.org namespaces="git" {key}', f'namespaces="git" leaves out {NAMESPACE}'),
+    ('alice@example.org no-touch-required {key}', "unknown option 'no-touch-required'"),
+    ('*@example.org {key}', "principal '*@example.org' must be one name"),
+    ('alice@example.org,bob@example.org {key}', "must be one name"),
+    ('alice@example.org ssh-ed25519 not-base64!', "the key is not base64"),
+    ('alice@example.org ssh-rsa {blob}', "the key is not a ssh-rsa key"),
+    ('alice@example.org', "an allowed signer is PRINCIPAL"),
+])
+def test_an_allowed_signers_line_it_cannot_vouch_for_is_refused_with_its_line(recorded, tiny_bundle, keys, line,
+                                                                              message):
+    root, _text = recorded
+    key = public(keys["alice"])
+    allow(root, keys, "# signers\n\n" + line.format(key=key, blob=key.split()[1]) + "\n")
+    _found, errors = _load(root, tiny_bundle)
+    assert len(errors) == 1 and errors.lines()[0].startswith("reproductions/allowed_signers:3: "), errors.lines()
+    assert message in errors.lines()[0]
+
+
+def test_a_key_listed_twice_is_refused(recorded, tiny_bundle, keys):
+    root, _text = recorded
+    key = public(keys["alice"])
+    allow(root, keys, f"alice@example.org {key}\nsomeone@example.org {key}\n")
+    _found, errors = _load(root, tiny_bundle)
+    assert errors.lines() == ["reproductions/allowed_signers:2: lists the key of alice@example.org (line 1) again: "
+                              "one key names one signer"]
+
+
+def test_namespaces_option_naming_this_namespace_is_accepted(recorded, tiny_bundle, keys):
+    root, _text = recorded
+    allow(root, keys, f'alice@example.org namespaces="git,{NAMESPACE}" {public(keys["alice"])} a comment\n')
+    found, errors = _load(root, tiny_bundle)
+    assert not errors and found[0].signature.signer == "alice@example.org"
+
+
+def test_a_signature_without_its_record_is_refused(recorded, tiny_bundle):
+    root, _text = recorded
+    shutil.copyfile(root / "reproductions" / "tiny" / "alice.yaml.sig", root / "reproductions" / "tiny" / "gone.yaml.sig")
+    found, errors = _load(root, tiny_bundle)
+    assert errors.lines() == ["reproductions/tiny/gone.yaml.sig: is a signature of gone.yaml, which is not a record here"]
+    assert len(found) == 1
+
+
+def test_symlinked_records_and_signatures_are_refused(recorded, tiny_bundle, tmp_path):
+    """The path policy (tracked, no symbolic link) holds for records and signatures alike."""
+    from site_src.paths import RepoFiles
+    root, _text = recorded
+    folder = root / "reproductions" / "tiny"
+    (root / "elsewhere").mkdir()
+    for name in ("alice.yaml", "alice.yaml.sig"):
+        shutil.move(folder / name, root / "elsewhere" / name)
+        (folder / name).symlink_to(Path("..", "..", "elsewhere", name))
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    errors = Errors()
+    found = rp.load_reproductions(root, "tiny", tiny_bundle, errors, refusal=RepoFiles(root).refusal)
+    assert found == []
+    assert errors.lines() == [f"reproductions/tiny/{name}: is a symbolic link: the build never follows links "
+                              "(commit the file itself)" for name in ("alice.yaml", "alice.yaml.sig")]
+
+
+def test_without_ssh_keygen_a_signed_record_is_one_error_line(recorded, tiny_bundle, monkeypatch):
+    monkeypatch.setattr(signatures, "keygen_path", lambda: None)
+    found, errors = _load(recorded[0], tiny_bundle)
+    assert found == [] and errors.lines() == [
+        "reproductions/tiny/: verifying a signed record needs ssh-keygen, which is not installed "
+        "(Debian: apt-get install openssh-client)"]

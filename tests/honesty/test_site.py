@@ -18,12 +18,19 @@ def test_header_says_no_independent_reproduction_while_there_is_none(tmp_path):
     assert "<dt>reproduction</dt><dd>No independent reproduction recorded</dd>" in html
 
 
-def _site_with_a_recorded_run(tmp_path, tiny_bundle):
-    """A study site whose reproductions/ holds one record of its bundle run here."""
+def _site_with_a_recorded_run(tmp_path, tiny_bundle, signer: str = "alice@example.org"):
+    """A study site whose reproductions/ holds one record of its bundle run here, signed by a
+    throwaway key listed as `signer` ('' leaves it unsigned)."""
+    from .test_reproductions import make_key, public, sign
     root = make_study_site(tmp_path)
     done = run_record(unzip(tiny_bundle, tmp_path / "dl" / "tiny"))
     (root / "reproductions" / "tiny").mkdir(parents=True)
-    (root / "reproductions" / "tiny" / "here.yaml").write_text(done.stdout)
+    record = root / "reproductions" / "tiny" / "here.yaml"
+    record.write_text(done.stdout)
+    if signer:
+        key = make_key(tmp_path / "keys", "signer")
+        (root / "reproductions" / "allowed_signers").write_text(f"{signer} {public(key)}\n")
+        sign(record, key)
     return root
 
 
@@ -35,7 +42,22 @@ def test_header_line_and_registry_come_from_the_records(tmp_path, tiny_bundle):
     line = "No independent reproduction recorded; 1 run on the project&#39;s own machine matched the expected output (not independent)"
     assert f'<dt>reproduction</dt><dd><a href="#reproductions">{line}</a></dd>' in html
     assert "reproduction on the project&#39;s own machine (not independent)" in html
+    assert '<td><a href="../../source/reproductions/tiny/here.yaml.sig">alice@example.org</a></td>' in html
     assert "source/reproductions/tiny/here.yaml.html" in result.files  # the record is published with its lines
+    assert "source/reproductions/tiny/here.yaml.sig" in result.files  # and its signature, to verify by hand
+    assert "source/reproductions/allowed_signers" in result.files
+
+
+def test_the_authors_runs_and_unsigned_runs_are_named_so(tmp_path, tiny_bundle):
+    root = _site_with_a_recorded_run(tmp_path / "a", tiny_bundle, signer="authors@preference-sites")
+    html = build_site(root)[0].files["studies/tiny/index.html"].decode()
+    assert "1 run by the authors matched the expected output (not independent)" in html
+    assert "authors@preference-sites (the project&#39;s own key)" in html
+    root = _site_with_a_recorded_run(tmp_path / "u", tiny_bundle, signer="")
+    result, errors = build_site(root)
+    html = result.files["studies/tiny/index.html"].decode()
+    assert errors == [] and "1 unverified record (unsigned, or not signed by a listed signer), not counted" in html
+    assert "<td>unsigned</td>" in html and "<code>reproductions/allowed_signers</code>" in html
 
 
 def _registered_site(tmp_path, predictions: dict[str, str]):
