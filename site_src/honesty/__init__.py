@@ -117,10 +117,11 @@ class Honesty:
             studies.add(bundle)
         for study in sorted(studies):
             found = self.corrections(study) if (self.root / "bundles" / study).is_dir() else []
-            for resolved, _text, _rid in rendered.values:
-                item = errata.corrected_key(resolved.source, resolved.expression or "", found)
+            golden = self._golden(study) if found else None
+            for resolved, _text, _rid in rendered.values if golden is not None else ():
+                item = errata.corrected_read(resolved, found, golden)
                 if item is not None:
-                    line = next((n for n, t in enumerate(page.body.split("\n"), 1) if item.key_path in t), 1)
+                    line = _line_of(page, resolved.expression, item.key_path)
                     self.errors.add(BuildError(
                         f"quotes {item.key_path} of bundles/{study}/golden.json bare, but it was corrected "
                         f"({item.rel}:{item.lines['corrects']}): show both values from the note, the published one "
@@ -146,6 +147,26 @@ class Honesty:
                                   "note_href": f"{prefix}source/{item.rel}.html#L{item.lines['corrects']}"})
             self._shown[page.rel] = shown
 
+    def _golden(self, study: str):
+        """The parsed golden.json of a study (site_src.fixtures.Structured), or None."""
+        from ..fixtures import Structured
+        try:
+            path = self.resolver.path_for(f"bundles/{study}/golden.json")
+            fixture = self.resolver.cache.get(path, f"bundles/{study}/golden.json")
+        except Exception:  # noqa: BLE001 - the corrections' own check reports an unreadable golden.json
+            return None
+        return fixture if isinstance(fixture, Structured) else None
+
     def pages(self, render) -> dict[str, bytes]:
         from .site_pages import registration_pages
         return registration_pages(self, render)
+
+
+def _line_of(page, expression: str, key_path: str) -> int:
+    """The page line that holds a reference (or, failing that, names the key path); else 1."""
+    for needle in (expression.split("|")[0].strip(), key_path):
+        if needle:
+            for number, text in enumerate(page.body.split("\n"), 1):
+                if needle in text:
+                    return number
+    return 1

@@ -10,24 +10,31 @@ its line:
     - reason: ...
 
 `published` must be the value golden.json holds at `corrects` (the value as published, which the
-bundle keeps); `corrected` is the value that replaces it. The study page lists every correction
-with both values, the published one struck through, each with its receipt to its line; a page
-that quotes a corrected value bare (not through the note) is refused.
+bundle keeps), equal as written: both are read as exact decimals, never rounded to either's
+precision. `corrected` is the value that replaces it. The study page lists every correction with
+both values, the published one struck through, each with its receipt to its line; a page that
+reads a corrected value bare (not through the note) is refused, in any reference form that
+reaches it: FILE:LINE, FILE#KEY, FILE:LINE#KEY, or a block or an aggregate that holds it.
 """
 from __future__ import annotations
 
 import datetime
+import json
 import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 from bundle_kit import contract
 
 from ..errors import BuildError, FixtureProblem
 from ..numbers import find_numbers
+from ..refgrammar import RefSyntaxError, parse_ref
+from ..resolve import find_entry
 
 FIELDS = ("corrects", "published", "corrected", "date", "reason")
+PLAIN = re.compile(r"[+\-\u2212]?\d+(\.\d+)?")
 LINE = re.compile(r"^- (?P<key>[a-z]+): (?P<value>.*\S)\s*$")
 CORRECTS = re.compile(rf"^{re.escape(contract.GOLDEN)}#(?P<path>[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*)$")
 
@@ -42,17 +49,25 @@ class Correction:
     date: str
     reason: str
     lines: dict              # field -> 1-based line in the note
+    published_exact: Decimal = Decimal(0)   # `published` as written
+
+    @property
+    def path(self) -> tuple:
+        return tuple(self.key_path.split("/"))
 
     def ref(self, field: str) -> str:
         """A value reference to this correction's `field` line, for the resolver."""
         return f"{self.rel}:{self.lines[field]}"
 
 
-def _number(text: str, where: str, field: str) -> float:
+def _number(text: str, where: str, field: str) -> Decimal:
+    """The one number of a field, exactly as written (a plain decimal: no %, no fraction, no 1,000)."""
     numbers = find_numbers(text)
     if len(numbers) != 1 or not math.isfinite(numbers[0].value):
         raise BuildError(f"{field} must hold exactly one number (the page cites the line), not {text!r}", where)
-    return float(numbers[0].value)
+    if not PLAIN.fullmatch(numbers[0].text):
+        raise BuildError(f"{field} must be a plain decimal number such as -0.0937, not {numbers[0].text!r}", where)
+    return Decimal(numbers[0].text.replace("\u2212", "-"))
 
 
 def parse(text: str, rel: str, study: str) -> list[Correction]:
@@ -91,9 +106,10 @@ def parse(text: str, rel: str, study: str) -> list[Correction]:
             datetime.date.fromisoformat(block["date"][0])
         except ValueError:
             raise BuildError(f"date must be YYYY-MM-DD, not {block['date'][0]!r}", where["date"]) from None
-        out.append(Correction(rel, study, corrects.group("path"), _number(block["published"][0], where["published"], "published"),
-                              _number(block["corrected"][0], where["corrected"], "corrected"),
-                              block["date"][0], block["reason"][0], lines))
+        published = _number(block["published"][0], where["published"], "published")
+        out.append(Correction(rel, study, corrects.group("path"), float(published),
+                              float(_number(block["corrected"][0], where["corrected"], "corrected")),
+                              block["date"][0], block["reason"][0], lines, published))
     return out
 
 
@@ -111,26 +127,77 @@ def load(root: Path, study: str, resolver, refusal=lambda rel: None) -> list[Cor
     except (OSError, UnicodeDecodeError) as exc:
         raise BuildError(f"cannot read: {exc}", rel) from None
     corrections = parse(text, rel, study)
+    golden = None
     for item in corrections:
         where = f"{rel}:{item.lines['corrects']}"
         try:
             value = resolver.resolve(f"bundles/{study}/{contract.GOLDEN}#{item.key_path}")
         except FixtureProblem as exc:
             raise BuildError(f"corrects {item.key_path!r}, which does not resolve: {exc.message}", where, exc.fixture) from None
-        places = len(str(value.value).split(".")[1]) if isinstance(value.value, float) and "." in str(value.value) else 0
+        if golden is None:   # the numbers as written: exact decimals, not floats
+            golden = json.loads(resolver.path_for(f"bundles/{study}/{contract.GOLDEN}").read_text(encoding="utf-8"),
+                                parse_float=Decimal, parse_int=Decimal)
+        written = _at(golden, item.path)
         if not isinstance(value.value, (int, float)) or isinstance(value.value, bool) \
-                or round(float(value.value), places) != round(item.published, places):
-            raise BuildError(f"published is {item.published:g}, but {value.location} holds {value.value!r}: the "
-                             "published value is the one the bundle still holds", f"{rel}:{item.lines['published']}")
+                or not isinstance(written, Decimal) or written != item.published_exact:
+            held = written if isinstance(written, Decimal) else repr(value.value)
+            raise BuildError(f"published is {item.published_exact}, but {value.location} holds {held}: the published "
+                             "value is the one the bundle still holds, exactly as written",
+                             f"{rel}:{item.lines['published']}")
     return corrections
 
 
-def corrected_key(source: str, expression: str, corrections: list[Correction]) -> Correction | None:
-    """The correction of the golden.json value a reference reads, if it reads one bare."""
-    for item in corrections:
-        if source != f"bundles/{item.study}/{contract.GOLDEN}":
-            continue
-        head = expression.split("|", 1)[0].strip()
-        if "#" in head and head.split("#", 1)[1].strip() == item.key_path:
+def _at(tree, path: tuple):
+    for key in path:
+        if isinstance(tree, dict) and key in tree:
+            tree = tree[key]
+        elif isinstance(tree, list) and key.isdigit() and int(key) < len(tree):
+            tree = tree[int(key)]
+        else:
+            return None
+    return tree
+
+
+def corrected_read(resolved, corrections: list[Correction], fixture) -> Correction | None:
+    """The correction of a golden.json value that `resolved` reads bare, if it reads one.
+
+    `fixture` is the parsed golden.json (site_src.fixtures.Structured). A value is read when the
+    reference names it, by key path, by line or by both, or names a block that holds it, whether
+    shown as a table or aggregated; a value whose expression is not a reference (a figure's
+    source) is matched by its line and its items' lines."""
+    hits = [c for c in corrections if resolved.source == f"bundles/{c.study}/{contract.GOLDEN}"]
+    if not hits:
+        return None
+    read = _entry_read(resolved.expression, fixture)
+    lines = _lines(resolved)
+    for item in hits:
+        entry = fixture.by_path.get(item.path)
+        if read is not None and item.path[:len(read)] == read:
+            return item
+        if entry is not None and entry.line in lines:
             return item
     return None
+
+
+def _entry_read(expression: str, fixture) -> tuple | None:
+    """The key path (as text segments) of the entry a reference reads (None: not a reference)."""
+    try:
+        ref = parse_ref(expression)
+    except RefSyntaxError:
+        return None
+    if ref.key:
+        entry = find_entry(fixture, ref.key)
+    elif ref.line is not None:
+        entries = fixture.by_line.get(ref.line, [])
+        depth = min((len(e.path) for e in entries), default=0)
+        entry = next((e for e in entries if len(e.path) == depth), None)
+    else:
+        entry = fixture.by_path.get(())
+    return tuple(str(part) for part in entry.path) if entry is not None else None
+
+
+def _lines(resolved) -> set:
+    out = {resolved.line} if resolved.line else set()
+    for _key, item in resolved.items:
+        out |= _lines(item)
+    return out

@@ -123,7 +123,7 @@ def test_erratum_line_out_of_range(tmp_path):
 def test_published_value_other_than_the_bundle_holds(tmp_path):
     _result, errors = _site_with_note(tmp_path, GOOD.format(published="0.123"), "## Result\n\nText.\n")
     assert errors == [f"bundles/tiny/CORRECTIONS.md:4: published is 0.123, but bundles/tiny/golden.json:19 holds "
-                      f"{_tiny_mean_rho()!r}: the published value is the one the bundle still holds"]
+                      f"{_tiny_mean_rho()!r}: the published value is the one the bundle still holds, exactly as written"]
 
 
 def test_correction_of_a_value_that_does_not_exist(tmp_path):
@@ -131,3 +131,54 @@ def test_correction_of_a_value_that_does_not_exist(tmp_path):
     _result, errors = _site_with_note(tmp_path, note, "## Result\n\nText.\n")
     assert len(errors) == 1 and errors[0].startswith(
         "bundles/tiny/CORRECTIONS.md:3: corrects 'mean_rho_typo', which does not resolve")
+
+
+@pytest.mark.parametrize("published", ["{rho}4", "{rho}1", "{rho}9999"])
+def test_published_value_is_compared_exactly_as_written(tmp_path, published):
+    """Issue 18, case 8: 0.649124 passed against 0.64912 (compared after rounding to golden's precision)."""
+    rho = repr(_tiny_mean_rho())
+    _result, errors = _site_with_note(tmp_path, GOOD.format(published=published.format(rho=rho)), "## Result\n\nText.\n")
+    assert len(errors) == 1 and errors[0].startswith("bundles/tiny/CORRECTIONS.md:4: published is ")
+
+
+def test_the_same_number_written_with_a_trailing_zero_is_the_same(tmp_path):
+    _result, errors = _site_with_note(tmp_path, GOOD.format(published=repr(_tiny_mean_rho()) + "0"), "## Result\n\nText.\n")
+    assert errors == []
+
+
+@pytest.mark.parametrize("published", ["-38.5124%", "-0.385,124", "1/2"])
+def test_published_value_must_be_a_plain_decimal(published):
+    with pytest.raises(BuildError) as caught:
+        errata.parse(GOOD.format(published=published), "bundles/tiny/CORRECTIONS.md", "tiny")
+    assert caught.value.where == "bundles/tiny/CORRECTIONS.md:4"
+
+
+@pytest.mark.parametrize("reference", [
+    "{{ golden.json:LINE }}",                        # issue 18, case 6: the line form published it bare
+    "{{ golden.json#mean_rho }}",
+    "{{ golden.json:LINE#mean_rho }}",
+    "{{ bundles/tiny/golden.json:LINE | fmt .2f }}",
+    "{{ golden.json | count }}",                     # an aggregate over the whole file, which holds it
+])
+def test_corrected_value_is_refused_in_every_reference_form(tmp_path, reference):
+    line = next(n for n, t in enumerate((REPO / "tests/bundles/fixtures/tiny/golden.json").read_text().split("\n"), 1)
+                if '"mean_rho"' in t)
+    note = GOOD.format(published=_tiny_mean_rho())
+    body = f"## Result\n\nThe mean rho is {reference.replace('LINE', str(line))}.\n"
+    _result, errors = _site_with_note(tmp_path, note, body)
+    assert len(errors) == 1 and errors[0].startswith("content/studies/tiny.md:13: quotes mean_rho of "
+                                                     "bundles/tiny/golden.json bare, but it was corrected"), errors
+
+
+def test_a_table_of_a_block_holding_the_corrected_value_is_refused(tmp_path):
+    note = GOOD.format(published="0.1").replace("golden.json#mean_rho", "golden.json#per_dimension_rho/honesty")
+    note = note.replace("published: 0.1", "published: -0.028571")
+    body = "## Result\n\n```table\nsource: golden.json#per_dimension_rho\n```\n"
+    _result, errors = _site_with_note(tmp_path, note, body)
+    assert any("quotes per_dimension_rho/honesty of bundles/tiny/golden.json bare" in e for e in errors), errors
+
+
+def test_other_values_of_the_file_stay_quotable(tmp_path):
+    note = GOOD.format(published=_tiny_mean_rho())
+    _result, errors = _site_with_note(tmp_path, note, "## Result\n\nHonesty: {{ golden.json#per_dimension_rho/honesty }}.\n")
+    assert errors == []
