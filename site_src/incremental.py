@@ -7,9 +7,11 @@ it only makes the next build a clean one):
 
 - **No-op.** `up_to_date(root, out)` hashes every file git lists in the repository (tracked and
   untracked, not ignored), the HEAD commit and whether the tree is dirty (the footer names both),
-  the generator's version and the output folder's files. When all of it equals what the last
-  successful build into `out` recorded, the build stops there, before anything imports jinja2,
-  altair or vl-convert.
+  the generator's version and the output folder's entries (size, mtime, ctime, inode). When all
+  of it equals what the last successful build into `out` recorded, and every file of the site
+  still has the sha256 of the bytes that build wrote (a page edited in place with its size and
+  mtime restored does not), the build stops there, before anything imports jinja2, altair or
+  vl-convert.
 - **Pages.** `PageMemo` keys each page by its source, every fixture and bundle file it resolved
   against (recorded while it rendered), the navigation (every page's title, URL, number, summary,
   trust), the figure numbers it shows or links to, `content/site.yaml`, registrations/ and
@@ -211,14 +213,15 @@ def _tree_key(root: Path, out: Path, state: State) -> str | None:
 
 def _output_signature(folder: Path) -> list:
     """Every entry under the build folder (the search index and the stamp included), with its
-    size, mtime and inode: a file added, removed or touched there makes the next build a real one."""
+    size, mtime, ctime and inode: a file added, removed or written there makes the next build a
+    real one. The ctime matters: an edit can restore the size and the mtime, never the ctime."""
     sig = []
     for top, dirs, names in os.walk(folder):
         dirs.sort()
         for name in sorted(names + [d for d in dirs if os.path.islink(os.path.join(top, d))]):
             path = os.path.join(top, name)
             info = os.lstat(path)
-            sig.append([os.path.relpath(path, folder), info.st_size, info.st_mtime_ns, info.st_ino])
+            sig.append([os.path.relpath(path, folder), info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino])
     return sig
 
 
@@ -246,6 +249,8 @@ def up_to_date(root: Path, out: Path) -> dict | None:
             if Path(os.path.realpath(out)) != live:
                 return None     # another build swapped in meanwhile
             same = {rel: (live / rel).read_bytes() for rel in entry["files"]}
+            if not _as_written(same, entry.get("sha256", {})):
+                return None     # a page changed in place: trust no output that is not what was written
             if state.digests.hashed:   # files hashed while too fresh to trust: keep their digests now
                 _save_digests(root, state)
             return same
@@ -273,6 +278,17 @@ def _save_digests(root: Path, state: State) -> None:
         pass   # only speed is lost
 
 
+def _as_written(files: dict, recorded: dict) -> bool:
+    """Whether every output file ({rel: bytes}) still has the sha256 recorded when it was written."""
+    return all(recorded.get(rel) == _sha(data) for rel, data in files.items())
+
+
+def _written_sha(data, digests: Digests) -> str:
+    """sha256 of an output file as written: its bytes, or for a copy of an input file the input's
+    digest (already known, memoized by stat signature)."""
+    return digests.file(data.path) if hasattr(data, "path") else _sha(data)
+
+
 def _record(root: Path, out: Path, files: dict) -> None:
     key, state = _LAST.pop(str(out), (None, None))
     if state is None:
@@ -286,6 +302,7 @@ def _record(root: Path, out: Path, files: dict) -> None:
     fresh.digests.new.update(state.digests.new)
     fresh.data["outputs"] = {k: v for k, v in fresh.data["outputs"].items() if os.path.lexists(k)}
     fresh.data["outputs"][str(out)] = {"key": key, "folder": str(live), "files": names,
+                                       "sha256": {rel: _written_sha(files[rel], state.digests) for rel in names},
                                        "signature": _output_signature(live)}
     fresh.save()
 

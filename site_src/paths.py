@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -23,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
 STAMP = ".site-build"
+BUILDS = re.compile(r"\..+\.builds")      # `.<name>.builds/`: the build folders of output path <name>
 STAMP_TEXT = "made by site_src (build.py); this folder may be deleted by the next build\n"
 MAX_NAME_BYTES = 255          # one path segment, as most file systems allow
 GIT_TIMEOUT_S = 60
@@ -165,6 +167,11 @@ class OutputFolder:
         """Why this output path cannot take a build (None when it can)."""
         out = self.out
         real_parent = Path(os.path.realpath(out.parent))
+        for path in (out, real_parent / out.name):   # as written, and with every link on the way followed
+            builds = next((p for p in (path, *path.parents) if BUILDS.fullmatch(p.name)), None)
+            if builds is not None:
+                return (f"{out} lies in {builds}, where this generator keeps its build folders (the live site "
+                        "among them): choose an output folder of its own")
         if self.root is not None:
             real = real_parent / out.name
             if self.root == real or self.root.is_relative_to(real):
