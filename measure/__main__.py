@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     tr.add_argument("--seed", type=int, default=0)
     tr.add_argument("--epochs", type=int, default=None)
 
-    run = sub.add_parser("run", help="measure a reward model and write bundles/<study>/")
+    run = run_parser = sub.add_parser("run", help="measure a reward model and write bundles/<study>/")
     run.add_argument("--model", default="organism",
                      help="'organism', a local model folder, or a hub id already in the local cache")
     run.add_argument("--study", default="organism", help="study name: writes bundles/<study>/")
@@ -71,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "plan":
             from measure.runner.plan import run_from_args
             return run_from_args(args)
-        if args.model == "minilm":  # its own runner: two directions per pair (measure/studies/minilm/study.py)
-            from measure.studies.minilm.study import run
+        if args.model == "minilm":  # its own runner: two reads per pair (measure/studies/minilm/study.py)
+            from measure.studies.minilm.study import STUDY, run
+            if args.study not in (STUDY, run_parser.get_default("study")):
+                raise MeasureError(f"--study {args.study}: the MiniLM model's study is {STUDY} (bundles/{STUDY}/)")
             result = run(out=args.out, max_pairs=args.max_pairs, progress=not args.no_progress,
                          threads=args.threads)
             g = result["golden"]

