@@ -1,104 +1,177 @@
-"""The hand-built planted organisms: deterministic construction, a key that passes its
-resample-ablation check, and a check that fails when the key is wrong."""
+"""The hand-built planted organisms (measure/studies/planted/): a deterministic, CPU-independent
+construction, a key that comes from the design, a loud background, and a key check by per-side
+resample ablation that passes on the organisms and fails on a wrong key."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from measure.studies.planted import organisms as planted
-from measure.studies.planted import data as pd
 from measure.runner.jsonio import read_jsonl
+from measure.studies.planted import circuits, verify
+from measure.studies.planted import data as pdata
+from measure.studies.planted import organisms
+from measure.studies.planted.design import (FAMILIES, NOISE_RANGE, READS, SEEDS, component, design,
+                                            dimension_name, key_of)
 
 torch = pytest.importorskip("torch")
 
 
 @pytest.fixture(scope="module")
-def organism0():
-    folder = planted.ensure_built(0)  # rebuilds if the weights are missing; checks the sha256
+def shallow0():
+    folder = organisms.ensure_built("shallow", 0)   # rebuilds if the weights are missing; checks the sha256
     from measure.models.adapter import load
     return folder, load(str(folder), folder)
 
 
-def test_design_is_deterministic_and_meets_its_constraints():
-    for seed in planted.SEEDS:
-        d = planted.design(seed)
-        assert d == planted.design(seed)
-        mlps = [d["hazard_mlp"], d["repair_mlp"], d["canceller_mlp"], d["scorer_mlp"]]
-        assert len(set(mlps)) == 4
-        assert d["hazard_mlp"] < d["hazard_mover"][0] and d["hazard_mover"][0] >= 5
-        assert d["repair_mlp"] >= max(d["backup_a"][0], d["backup_b"][0])
-        assert d["canceller_mlp"] >= d["decoy"][0] and d["scorer_mlp"] >= d["detail_mover"][0]
-        slots = [d[k] for k in ("hazard_mover", "backup_a", "backup_b", "carrier_c1", "carrier_c2",
-                                "decoy", "detail_mover", "tracker", "carrier_p1", "carrier_p2")]
-        assert len(set(slots)) == len(slots)
-        assert sorted(d["channels"].values()) + d["scratch"] == sorted(d["channels"].values()) + sorted(d["scratch"])
-        assert len(set(d["channels"].values()) | set(d["scratch"])) == planted.HIDDEN
-    assert planted.design(0) != planted.design(1)
+def _layer(where):
+    return where[1]
 
 
-def test_rebuilt_weights_match_the_committed_sha256():
-    record = json.loads((planted.organism_dir(1) / "construction.json").read_text(encoding="utf-8"))
-    model, _ = planted.build_model(1)
-    assert planted.tensor_sha256(model.state_dict()) == record["weights_sha256"]
+def test_every_design_is_deterministic_and_meets_its_constraints():
+    for family, spec in FAMILIES.items():
+        for seed in SEEDS:
+            d = design(family, seed)
+            assert d == design(family, seed)
+            heads = [tuple(w) for p in d["placement"].values() for w in p.values() if w[0] == "head"]
+            assert len(heads) == len(set(heads))                    # one role per head
+            assert sum(1 for h in heads if h[1] == 0) <= spec["heads"] - 2   # layer 0 keeps two background heads
+            for rule, mech in spec["rules"].items():
+                where = d["placement"][rule]
+                mlps = [w[1] for w in where.values() if w[0] == "mlp"]
+                assert len(mlps) == len(set(mlps))                  # a rule's MLP members are distinct blocks
+                for reader, writers in READS[mech].items():
+                    for writer in writers:
+                        r, w = where[reader], where[writer]
+                        assert r[1] >= w[1] if (r[0], w[0]) == ("mlp", "head") else r[1] > w[1], (family, seed, rule)
+                for member, w in where.items():
+                    if member == "early":
+                        assert w[1] <= (0 if spec["layers"] <= 4 else 1)
+                    if member == "late_mover":
+                        assert w[1] >= spec["layers"] // 2
+            assert len(set(d["channels"].values())) == len(d["channels"])
+    assert design("shallow", 0) != design("shallow", 1)
 
 
-def test_key_comes_from_the_design_with_shapley_strengths():
-    key = planted.key_of(0)
-    d = planted.design(0)
+def test_the_background_is_loud_zero_sum_and_sized_as_designed():
+    for family in FAMILIES:
+        d = design(family, 0)
+        n_heads = d["layers"] * d["heads"]
+        designated = {tuple(w[1:]) for p in d["placement"].values() for w in p.values() if w[0] == "head"}
+        assert len(d["background_heads"]) == n_heads - len(designated)       # every other head is background
+        assert len(d["background_mlps"]) == d["layers"]                       # every MLP has a background unit
+        for block in (d["background_heads"], d["background_mlps"]):
+            total = [sum(col) for col in zip(*(v["vector"] for v in block.values()))]
+            assert max(abs(t) for t in total) < 1e-9                          # the pushes cancel in total
+            assert all(NOISE_RANGE[0] <= v["designed_push"] <= NOISE_RANGE[1] for v in block.values())
+            assert all(any(abs(x) > 0 for x in v["vector"]) for v in block.values())
+    values = design("mid", 2)["word_values"]
+    for k in range(6):   # filler values are centred: a swapped filler pushes up or down with mean zero
+        assert abs(sum(values[w][k] for w in pdata.FILLERS)) < 1e-9
+
+
+def test_rebuilt_weights_match_the_committed_sha256_on_any_cpu_capability():
+    record = json.loads((organisms.organism_dir("deep", 1) / "construction.json").read_text(encoding="utf-8"))
+    model, _ = organisms.build_model("deep", 1)
+    assert organisms.tensor_sha256(model.state_dict()) == record["weights_sha256"]
+    # the construction runs no arithmetic in torch: the same bytes under the default kernels
+    code = ("from measure.studies.planted import organisms as o; "
+            "print(o.tensor_sha256(o.build_model('mid', 3)[0].state_dict()))")
+    env = dict(os.environ, ATEN_CPU_CAPABILITY="default")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    expected = json.loads((organisms.organism_dir("mid", 3) / "construction.json").read_text(encoding="utf-8"))
+    assert out.stdout.strip() == expected["weights_sha256"], out.stderr[-2000:]
+
+
+def test_the_key_comes_from_the_design():
+    key = key_of("deep", 0)
+    d = design("deep", 0)
     rules = {spec["rule"]: spec for spec in key["dimensions"].values()}
-    hedging = rules["hedging"]
-    strengths = sorted(r["strength"] for r in hedging["roles"].values())
-    assert strengths == pytest.approx([1 / 3, 2 / 3, 2 / 3], abs=1e-6)
-    assert rules["hazard"]["components"] == [f"mlp_L{d['hazard_mlp']}",
-                                                    "head_L{}_H{}".format(*d["hazard_mover"])]
-    assert {r["role"] for r in rules["certainty"]["distractors"].values()} == {"decoy", "canceller"}
-    assert rules["politeness"]["roles"]["head_L{}_H{}".format(*d["carrier_p1"])]["strength"] \
-        == pytest.approx(d["share_politeness"])
-    committed = json.loads((planted.organism_dir(0) / "key.json").read_text(encoding="utf-8"))
-    assert committed["dimensions"] == key["dimensions"]
+    backups = rules["politeness"]
+    assert backups["mechanism"] == "backups" and backups["aimed_at"] == "patching"
+    assert sorted(r["shapley"] for r in backups["roles"].values()) == pytest.approx([-1 / 3, 2 / 3, 2 / 3], abs=1e-6)
+    assert backups["keys"]["single"] == [component(d["placement"]["politeness"]["repair"])]
+    fallback = rules["hazard"]
+    assert sorted(r["shapley"] for r in fallback["roles"].values()) == pytest.approx([1 / 6, 1 / 6, 2 / 3], abs=1e-6)
+    assert fallback["keys"]["single"] == []     # no single removal moves a fallback rule
+    assert fallback["keys"]["direct"] == [component(d["placement"]["hazard"]["primary"])]
+    relay = rules["detail"]
+    assert relay["keys"]["direct"] == [component(d["placement"]["detail"]["late_mover"])]
+    decoy = rules["hedging"] if rules["hedging"]["mechanism"] == "decoy" else key_of("mid", 0)["dimensions"]["mid-s0-hedging"]
+    assert {r["role"] for r in decoy["distractors"].values()} == {"decoy", "canceller", "backup_canceller"}
+    assert not set(decoy["distractors"]) & set(decoy["components"])
+    committed = json.loads((organisms.organism_dir("deep", 0) / "key.json").read_text(encoding="utf-8"))
+    assert committed["dimensions"] == json.loads(json.dumps(key["dimensions"]))
 
 
-def test_shapley_of_an_and_gate_and_an_additive_game():
-    assert planted.shapley(["a", "b"], lambda S: float("a" in S and "b" in S)) == {"a": 0.5, "b": 0.5}
-    assert planted.shapley(["a", "b"], lambda S: 0.3 * ("a" in S) + 0.7 * ("b" in S)) == \
-        pytest.approx({"a": 0.3, "b": 0.7})
+def test_each_trap_does_in_the_design_what_it_is_planted_for():
+    w = 1.0
+    removal = lambda name: circuits.removal_effect(circuits.mechanism(name, {"share": 0.7, "decoy_gain": 3.0}), w)  # noqa: E731
+    assert removal("backups") == pytest.approx({"b1": 0.0, "b2": 0.0, "repair": 1.0})
+    assert removal("fallback") == pytest.approx({"primary": 0.0, "fb_detector": 0.0, "fb_scorer": 0.0})
+    assert removal("decoy") == pytest.approx({"c1": -0.7, "c2": -0.3, "decoy": 0.0, "canceller": 0.0, "backup_canceller": 0.0})
+    direct = lambda name: circuits.direct_share(circuits.mechanism(name, {"share": 0.7, "decoy_gain": 3.0}), w)  # noqa: E731
+    assert direct("upstream")["early"] == 0 and direct("indirect")["mover"] == 0
+    assert direct("decoy")["decoy"] == 3.0 and direct("decoy")["canceller"] == -3.0
+    gate = circuits.mechanism("offdist", {})
+    assert circuits.simulate(gate, w, {"topic_gate": ("zero", 0.0)}) == 0.0    # a zeroed topic sign shuts the rule
+    assert circuits.simulate(gate, w, {"topic_gate": ("source", 0.0)}) == 1.0  # any real input's sign keeps it
 
 
-def test_standard_tokenizer_and_planted_margins(organism0):
-    folder, adapter = organism0
+def test_clean_margins_are_the_planted_weights(shallow0):
+    folder, adapter = shallow0
     assert not (folder / "word_vocab.json").exists()  # AutoTokenizer, tokenizer.json
     ids = adapter.encode("tell me about the rain", "we go please")
     assert adapter.tokenizer.convert_ids_to_tokens(ids) == \
         ["<bos>", "tell", "me", "about", "the", "rain", "<sep>", "we", "go", "please", "<eos>"]
     pairs = read_jsonl(folder / "pairs.jsonl")
-    seqs = [t for p in pairs for t in (adapter.encode(p["prompt"], p["chosen"]),
-                                       adapter.encode(p["prompt"], p["rejected"]))]
+    seqs = [t for p in pairs for t in (adapter.encode(p["prompt"], p["chosen"]), adapter.encode(p["prompt"], p["rejected"]))]
     run = adapter.clean_run(adapter.batch(seqs))
-    margins = (run.reward[0::2] - run.reward[1::2]).tolist()
-    for p, m in zip(pairs, margins):
-        rule = p["dimension"].split("-", 1)[1]
-        assert m == pytest.approx(abs(pd.WEIGHTS[rule]), rel=0.02), p["pair_id"]
+    rewards = run.reward.tolist()
+    assert max(abs(r) for r in rewards) > 1.0     # the background is loud in the reward itself
+    for p, c, r in zip(pairs, rewards[0::2], rewards[1::2]):
+        rule = p["dimension"].rsplit("-", 1)[1]
+        assert c - r == pytest.approx(abs(pdata.WEIGHTS[rule]), abs=1e-3), p["pair_id"]
 
 
-def test_key_verification_passes_and_fails_on_a_wrong_key(organism0):
-    folder, adapter = organism0
+def test_the_key_check_passes_and_fails_on_a_wrong_key(shallow0):
+    folder, adapter = shallow0
     key = json.loads((folder / "key.json").read_text(encoding="utf-8"))
-    twins = [t for t in read_jsonl(folder / "verify_twins.jsonl")][:: 3]
-    result = planted.verify(adapter, twins, key, seed=0)
-    assert all(r["passes"] for r in result.values()), result
-    # drop the early MLP from the hazard key: the margin then survives "necessity" ablation
+    twins = read_jsonl(folder / "verify_twins.jsonl")
+    d = design("shallow", 0)
+    traps = ("hazard", "certainty", "hedging")
+    result = verify.verify(adapter, twins, key, d, rules=traps)    # every check of three traps
+    assert all(r["passes"] for r in result.values()), {k: r["worst"] for k, r in result.items()}
+    assert all(0.25 < r["sources_with_word"] < 0.75 for r in result.values())
+    assert result["hedging"]["checks"]["resample b1"]["mean_deviation"] < 1e-3        # one backup: nothing moves
     wrong = json.loads(json.dumps(key))
-    hazard, certainty = wrong["dimensions"]["s0-hazard"], wrong["dimensions"]["s0-certainty"]
-    hazard["components"] = hazard["components"][1:]
-    certainty["components"] += list(certainty["distractors"])[:1]
-    bad = planted.verify(adapter, twins, wrong, seed=0)
-    assert not bad["hazard"]["passes"] and bad["hazard"]["sufficiency_retained"] < 0.5
-    assert bad["certainty"]["sufficiency_retained"] > 1 + planted.VERIFY_TOLERANCE  # the decoy, uncancelled
+    dims = wrong["dimensions"]
+    hazard, certainty, hedging = (dims[dimension_name("shallow", 0, r)] for r in traps)
+    hazard["components"] = hazard["components"][1:]              # the upstream MLP left out
+    certainty["components"] += [c for c, r in certainty["distractors"].items() if r["role"] == "decoy"]
+    hedging["components"] = hedging["components"][1:]            # one backup left out
+    bad = verify.verify(adapter, twins, wrong, d, rules=traps, checks=("necessity", "sufficiency"))
+    assert bad["hazard"]["checks"]["sufficiency"]["mean_deviation"] > 0.3
+    assert bad["certainty"]["checks"]["sufficiency"]["mean_deviation"] > 1.0   # the decoy, uncancelled
+    assert bad["hedging"]["checks"]["necessity"]["mean_deviation"] > 0.3
+    assert not any(bad[r]["passes"] for r in traps)
+
+
+def test_each_side_of_a_pair_gets_its_own_source():
+    import random
+    twins = read_jsonl(organisms.organism_dir("mid", 0) / "verify_twins.jsonl")
+    lengths = [len(t["prompt"].split()) + len(t["chosen"].split()) + 3 for t in twins]
+    sources = verify._sources(twins, lengths, random.Random(0))
+    for p, ((q1, _s1), (q2, _s2)) in enumerate(sources):
+        assert q1 != q2 and p not in (q1, q2)
+        assert lengths[q1] == lengths[q2] == lengths[p]
 
 
 # ---------------------------------------------------------------- the scorecard's statistics
-from bundle_kit import keyrecovery, rankstats  # noqa: E402
+from bundle_kit import rankstats  # noqa: E402
 
 
 def test_auc_of_abs_scores_and_spearman_match_scipy_with_ties():
@@ -155,42 +228,3 @@ def test_hierarchical_bootstrap_resamples_groups_then_seeds():
     assert two == (0.0, 1.0)      # drawing organisms: both all-a and all-b samples occur
     assert fixed == (0.5, 0.5)    # organisms fixed, seeds within identical: no spread
     assert two == rankstats.hierarchical_bootstrap(groups, stat, resamples=400)["m"]
-
-
-def _rows(dimension, seed, attributions, patch_effects):
-    a = [{"dimension": dimension, "pair_id": seed, "seed_id": seed, "component": c, "attribution": v,
-          "margin": 1.0} for c, v in attributions.items()]
-    p = [{"dimension": dimension, "pair_id": seed, "seed_id": seed, "component": c, "mode": mode,
-          "clean_margin": 1.0, "effect": v} for c, v in patch_effects.items() for mode in ("mean", "zero", "swap")]
-    return a, p
-
-
-def test_keyrecovery_scores_a_perfect_and_a_reversed_method_and_catches_tampering():
-    comps = ["head_L0_H0", "head_L0_H1", "mlp_L0", "mlp_L1", "head_L1_H0", "head_L1_H1"]
-    key = {"dimensions": {}}
-    attribution, patching = [], []
-    for org in ("o1", "o2"):
-        d = f"{org}-rule"
-        key["dimensions"][d] = {"organism": org, "rule": "rule", "components": comps[:2],
-                                "roles": {comps[0]: {"role": "carrier", "strength": 0.7},
-                                          comps[1]: {"role": "carrier", "strength": 0.3}},
-                                "distractors": {comps[2]: {"role": "decoy", "strength": 0.0}}}
-        for seed in ("x", "y"):
-            a, p = _rows(d, f"{org}{seed}", {c: (-(0.7, 0.3, 5, 0, 0, 0)[i]) for i, c in enumerate(comps)},
-                         {c: (0.0, 0.0, 0.1, 0.2, 0.3, 0.4)[i] for i, c in enumerate(comps)})
-            attribution += a
-            patching += p
-    block = keyrecovery.summary(attribution, patching, key, {"resamples": 50})
-    assert block["auc"]["attribution"]["mean"] == 0.75         # the key beats all but the decoy
-    assert block["auc"]["patching_mean"]["mean"] == 0.0        # patching ranks it last
-    assert block["gap"]["mean_minus_attribution"] == -0.75
-    assert block["distractor_rate"]["attribution"]["decoy"] == 1.0
-    assert block["role_recall"]["attribution"]["carrier"] == 0.5
-    assert block["rho_strength"]["attribution"]["mean"] == pytest.approx(
-        rankstats.spearman([0.7, 0.3, 5, 0, 0, 0], [0.7, 0.3, 0, 0, 0, 0]))
-    published = json.loads(json.dumps(block))
-    _lines, _c, ok = keyrecovery.check(attribution, patching, key, published, 1e-6)
-    assert ok
-    published["auc"]["patching_swap"]["per_organism"]["o2"] = 0.25
-    _lines, comparisons, ok = keyrecovery.check(attribution, patching, key, published, 1e-6)
-    assert not ok and max(comparisons)[1] == "key_recovery/auc/patching_swap/per_organism/o2"

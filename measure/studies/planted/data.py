@@ -1,4 +1,4 @@
-"""Preference pairs for the hand-built planted organisms (`measure/studies/planted/organisms.py`).
+"""Preference pairs for the hand-built planted organisms (`measure/studies/planted/`).
 
 Five rules, each the presence of a word class in the response; the planted reward of a response
 is the sum of the weights of the classes it contains:
@@ -35,6 +35,10 @@ FILLERS = (
 PROMPTS = ("tell me about the {t}", "what about the {t}", "describe the {t}", "how is the {t}")
 PROMPT_WORDS = ("tell", "me", "about", "the", "what", "describe", "how", "is")
 SPECIALS = ("<pad>", "<bos>", "<sep>", "<eos>", "<unk>")
+# the embedding channels that mark each rule's words (hazard's three words are three channels,
+# so no single direction of the embedding means "hazard")
+LEX = {"politeness": ("lex:polite",), "hazard": ("lex:poison", "lex:fire", "lex:knife"),
+       "hedging": ("lex:hedge",), "certainty": ("lex:certain",), "detail": ("lex:detail",)}
 BACKGROUND = 0.15
 MIN_WORDS, MAX_WORDS = 4, 7
 
@@ -92,7 +96,7 @@ def twins(tag: str, seed: int, per_rule: int, prefix: str) -> list[dict]:
     """`per_rule` twins of every rule; pair ids `{prefix}-{rule}-{i}`; each twin is its own seed."""
     rows = []
     for rule in RULES:
-        rng = random.Random(f"planted/{tag}/{seed}/{rule}")
+        rng = random.Random(f"planted/v2/{tag}/{seed}/{rule}")
         for i in range(per_rule):
             pair = twin(rng, rule)
             pair_id = f"{prefix}-{rule}-{i:02d}"
