@@ -35,11 +35,11 @@ REFIT = """
 import hashlib, json, sys
 from safetensors.torch import save_file
 from measure.runner.jsonio import read_jsonl
-from measure.studies.minilm import model, numerics
+from measure.studies.minilm import heads, numerics
 from measure.studies.minilm.data import PAIRS_FILE
 pairs = read_jsonl(PAIRS_FILE)
 with numerics.declared():
-    tensors, _ = model.train_heads(model.load_features(pairs, model.MODEL_DIR / model.FEATURES_FILE), pairs)
+    tensors, _ = heads.train_heads(heads.load_features(pairs, heads.MODEL_DIR / heads.FEATURES_FILE), pairs)
 save_file(tensors, sys.argv[1], metadata={"format": "pt"})
 print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())
 """
@@ -50,7 +50,7 @@ def test_heads_refit_in_a_clean_clone_are_byte_identical(tmp_path):
     committed features (the trunk is frozen, so they are its only input) and must write exactly
     the committed heads.safetensors. The features themselves are checked against the trunk by the
     next test and, in full, by `python -m measure train --model minilm`."""
-    from measure.studies.minilm.model import REPO
+    from measure.studies.minilm.heads import REPO
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True, timeout=120)
     committed = hashlib.sha256((clone / "models" / "minilm" / "heads.safetensors").read_bytes()).hexdigest()
@@ -66,9 +66,9 @@ def test_committed_features_are_the_trunks_bit_for_bit():
     """A sample of the committed pooled features (one pair of each dimension, both responses),
     recomputed from the installed trunk under the declared numerics, equal to the bit."""
     from measure.runner.jsonio import read_jsonl
-    from measure.studies.minilm import model, numerics
+    from measure.studies.minilm import heads, model, numerics
     pairs = read_jsonl(md.PAIRS_FILE)
-    features = model.load_features(pairs, model.MODEL_DIR / model.FEATURES_FILE)
+    features = heads.load_features(pairs, heads.MODEL_DIR / heads.FEATURES_FILE)
     picks = [next(i for i, p in enumerate(pairs) if p["dimension"] == d and p["fold"] == k % md.FOLDS)
              for k, d in enumerate(md.DIMENSIONS)]
     bert, tokenizer = model.load_trunk()
@@ -80,7 +80,8 @@ def test_committed_features_are_the_trunks_bit_for_bit():
 
 def test_model_folder_loads_and_holds_the_fold_heads():
     from measure.studies.minilm import model
-    heads = model.load_heads()
+    from measure.studies.minilm.heads import load_heads
+    heads = load_heads()
     m, tok = model.load_model()
     assert m.config.objectives == list(md.DIMENSIONS) and m.config.folds == md.FOLDS
     assert torch.equal(m.fold_weight, heads["fold_heads.weight"]) and torch.equal(m.heads.weight, heads["heads.weight"])

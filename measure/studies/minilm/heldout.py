@@ -17,7 +17,7 @@ import torch
 from bundle_kit import rankstats
 from measure.studies.minilm import baselines
 from measure.studies.minilm.data import DIMENSIONS, FOLDS
-from measure.studies.minilm.model import L2
+from measure.studies.minilm.heads import L2
 
 ALPHA = 0.05
 CHANCE = 0.5

@@ -23,7 +23,6 @@ sha256, and assembles the loadable folder (`MiniLMRewardModel.from_pretrained`).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import time
@@ -35,16 +34,11 @@ from torch import nn
 from measure.errors import MeasureError
 from measure.runner.jsonio import json_text, read_jsonl, sha256_file
 from measure.studies.minilm.data import DIMENSIONS, FOLDS, PAIRS_FILE
-from measure.studies.minilm.fit import bt_fit
+from measure.studies.minilm.heads import FEATURES_FILE, HEADS_FILE, L2, MODEL_DIR, save_features, text_of, train_heads
 
-REPO = Path(__file__).resolve().parents[3]
-MODEL_DIR = REPO / "models" / "minilm"
-HEADS_FILE = "heads.safetensors"
-FEATURES_FILE = "features.safetensors"
 REPORT_FILE = "training.json"
 TRUNK_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 TRUNK_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
-L2 = 0.1
 SETTINGS = {"l2": L2, "folds": FOLDS, "solver": "Newton on the row coefficients to 1e-13 (measure/studies/minilm/fit.py)",
             "feature": "mean-pooled last hidden state of the frozen trunk (prompt, blank line, response), "
                        "divided by one overall scale computed on the training responses"}
@@ -107,11 +101,6 @@ class MiniLMRewardModel(BertPreTrainedModel):
 
 
 # ----- features -------------------------------------------------------------------------------
-def text_of(prompt: str, response: str) -> str:
-    """What the trunk reads for one response (the adapter's `encode_pair` without a chat template)."""
-    return prompt + "\n\n" + response
-
-
 def load_trunk():
     from transformers import AutoTokenizer
     src = trunk_dir()
@@ -135,71 +124,11 @@ def pooled_features(bert, tokenizer, texts: list[str], progress: bool = False) -
     return torch.stack(out).float().contiguous()
 
 
-def pairs_digest(pairs: list[dict]) -> str:
-    text = "".join(text_of(p["prompt"], p[side]) + "\0" for p in pairs for side in ("chosen", "rejected"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def compute_features(pairs: list[dict], progress: bool = False) -> dict[str, torch.Tensor]:
     bert, tokenizer = load_trunk()
     chosen = pooled_features(bert, tokenizer, [text_of(p["prompt"], p["chosen"]) for p in pairs], progress)
     rejected = pooled_features(bert, tokenizer, [text_of(p["prompt"], p["rejected"]) for p in pairs], progress)
     return {"chosen": chosen, "rejected": rejected}
-
-
-def save_features(features: dict, pairs: list[dict], path: Path) -> None:
-    from safetensors.torch import save_file
-    save_file(features, str(path), metadata={"pairs_sha256": pairs_digest(pairs),
-                                             "order": "rows of data/minilm/pairs.jsonl"})
-
-
-def load_features(pairs: list[dict], path: Path) -> dict[str, torch.Tensor]:
-    from safetensors import safe_open
-    if not path.exists():
-        raise MeasureError(f"{path}: missing; run python -m measure train --model minilm")
-    with safe_open(str(path), framework="pt") as f:
-        if f.metadata().get("pairs_sha256") != pairs_digest(pairs):
-            raise MeasureError(f"{path}: computed for other pairs than {PAIRS_FILE.name}; "
-                               "run python -m measure train --model minilm")
-        return {k: f.get_tensor(k) for k in ("chosen", "rejected")}
-
-
-# ----- training ---------------------------------------------------------------------------------
-def _scale(chosen: torch.Tensor, rejected: torch.Tensor, rows: list[int]) -> tuple[torch.Tensor, float]:
-    """(mean, one overall scale) of the training responses' features, float64."""
-    basis = torch.cat([chosen[rows], rejected[rows]]).double()
-    mu = basis.mean(0)
-    return mu, float((basis - mu).pow(2).mean().sqrt())
-
-
-def fit_heads(features: dict, pairs: list[dict], train_rows: list[int]) -> tuple[torch.Tensor, torch.Tensor, dict]:
-    """(W (K, d), b (K,), {dimension: Newton steps}) fitted on `train_rows`, float64, in the
-    trunk's pooled space: r_k(x) = W_k . x + b_k, centred on the training responses."""
-    chosen, rejected = features["chosen"].double(), features["rejected"].double()
-    mu, sd = _scale(chosen, rejected, train_rows)
-    diffs = (chosen - rejected) / sd
-    W, b, steps = [], [], {}
-    for d in DIMENSIONS:
-        rows = [i for i in train_rows if pairs[i]["dimension"] == d]
-        w, steps[d] = bt_fit(diffs[rows], L2)
-        W.append(w / sd)
-        b.append(-(w / sd) @ mu)
-    return torch.stack(W), torch.stack(b), steps
-
-
-def train_heads(features: dict, pairs: list[dict]) -> tuple[dict, dict]:
-    """({tensor name: float32 tensor}, {fold: {dimension: Newton steps}}): the heads fitted on every
-    seed, and per fold the heads fitted on the other folds."""
-    every = list(range(len(pairs)))
-    W, b, steps_all = fit_heads(features, pairs, every)
-    fold_w, fold_b, steps = [], [], {"all": steps_all}
-    for f in range(FOLDS):
-        Wf, bf, steps[str(f)] = fit_heads(features, pairs, [i for i in every if pairs[i]["fold"] != f])
-        fold_w.append(Wf)
-        fold_b.append(bf)
-    tensors = {"heads.weight": W, "heads.bias": b,
-               "fold_heads.weight": torch.stack(fold_w), "fold_heads.bias": torch.stack(fold_b)}
-    return {k: v.float().contiguous() for k, v in tensors.items()}, steps
 
 
 def train(out: Path = MODEL_DIR, progress: bool = True, features: dict | None = None) -> dict:
@@ -291,11 +220,6 @@ def load_model(folder: Path = MODEL_DIR, dtype: torch.dtype = torch.float32):
                                               attn_implementation="eager").eval()
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     return model, tokenizer
-
-
-def load_heads(folder: Path = MODEL_DIR) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-    return load_file(str(Path(folder) / HEADS_FILE))
 
 
 # ----- python -m measure train --model minilm -----------------------------------------------------

@@ -39,7 +39,7 @@ from measure.models.adapter import Adapter, parse_component
 from measure.runner.jsonio import fixed, jsonl_text, read_jsonl
 from measure.runner.rows import PLACES, _moves
 from measure.runner.study import setup_determinism, versions, weights_identity
-from measure.studies.minilm import heldout, model as minilm
+from measure.studies.minilm import heads as minilm_heads, heldout, model as minilm
 from measure.studies.minilm.data import DIMENSIONS, FOLDS, PAIRS_FILE
 
 REPO = Path(__file__).resolve().parents[3]
@@ -149,8 +149,8 @@ def run(out: Path | None = None, max_pairs: int | None = None, progress: bool = 
     model, tokenizer = minilm.load_model()
     adapter = Adapter(model, tokenizer, "minilm", path=minilm.MODEL_DIR)
     pairs = read_jsonl(PAIRS_FILE)
-    features = minilm.load_features(pairs, minilm.MODEL_DIR / minilm.FEATURES_FILE)
-    heads = minilm.load_heads()
+    features = minilm_heads.load_features(pairs, minilm.MODEL_DIR / minilm.FEATURES_FILE)
+    heads = minilm_heads.load_heads()
     held = heldout.heldout_rows(pairs, features, heads)
     if max_pairs:  # a quick look: the first `max_pairs` rows of every dimension and fold
         seen: dict = {}
