@@ -338,13 +338,13 @@ class PageMemo:
         self.new_sources: dict[str, tuple] = {}
 
     def number_page(self, page, figures: dict, errors, collect) -> None:
-        """The figure-numbering pre-pass of one page (site_src/render.collect_figures, given as
+        """The figure-numbering pre-pass of one page (site_src/blocks/figure.number, given as
         `collect`), or its result replayed: the ids, order and lines of the page's figure blocks,
         kept while the page's source and the generator are unchanged. Only error-free results are
         kept, and a replay that would clash with an id already numbered runs the real pass."""
         if not self.enabled:
             return collect()
-        from .render import FigureInfo
+        from .blocks.figure import FigureInfo
         key = _json_sha([self.context, page.repo_rel, self._dep(page.repo_rel), page.meta.get("raw_html") is True])
         entry = self.state.data["figures"].get(page.repo_rel)
         if entry and entry.get("key") == key and not any(f in figures for f, _, _ in entry["figures"]):

@@ -1,19 +1,29 @@
-"""The Markdown parser: markdown-it-py (CommonMark + tables) with dollar math, heading anchors,
-and two inline rules of ours, for value references `{{ ... }}` and figure links `[[fig:ID]]`.
+"""The Markdown of a page: markdown-it-py (CommonMark + tables) with dollar math, heading anchors and
+the site plugin, which owns every rule of ours, parse and render alike:
 
-`site_plugin` registers both kinds of rule. The parse rules only make tokens; resolving happens in
-render.py's page walk, which knows the page and line and leaves each token's HTML in
-token.meta["html"] for the render rules.
+- parse rules: `{{ REF }}` value references and `{{! TEXT }}` literals, `[[fig:ID]]` figure links
+  (inline); fences of a block kind become `<kind>_block` tokens carrying the block, parsed once
+  and checked against its schema (core, site_src/blocks/); every inline token learns its page
+  line (core);
+- render rules: one per token type (site_src/render.py, and each block kind's in site_src/blocks/),
+  each taking what it needs (the page, its resolver, the error list, the figure numbers, the
+  templates) from `env["page"]`, a render.PageContext.
+
+A page is parsed once (`parse_page`, stage number) and rendered once (`render_page`, stage render).
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 from mdit_py_plugins.anchors import anchors_plugin
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
+from . import blocks
+from .render import RULES, PageContext, Rendered
 from .schema import FIGURE_ID
 from .tablewrap import install_markdown_rules
 
@@ -21,9 +31,12 @@ _FIG = re.compile(r"\[\[fig:(" + FIGURE_ID.pattern + r")\]\]")
 
 
 def slugify(title: str) -> str:
+    """A heading's anchor id."""
     slug = re.sub(r"[^\w\s-]", "", title.lower()).strip()
     return re.sub(r"[\s_-]+", "-", slug) or "section"
 
+
+# ---------------------------------------------------------------- parse rules
 
 def _value_ref(state: StateInline, silent: bool) -> bool:
     """`{{ REF }}` -> value_ref token; `{{! TEXT }}` -> literal token; `{{` unclosed -> ref_error."""
@@ -35,7 +48,7 @@ def _value_ref(state: StateInline, silent: bool) -> bool:
     if end < 0 or (0 <= newline < end):
         if not silent:
             token = state.push("ref_error", "", 0)
-            token.meta = {"offset": pos, "message": "'{{' is not closed by '}}' on the same line"}
+            token.meta = {"lines": src.count("\n", 0, pos), "message": "'{{' is not closed by '}}' on the same line"}
         state.pos = pos + 2
         return True
     if not silent:
@@ -46,57 +59,67 @@ def _value_ref(state: StateInline, silent: bool) -> bool:
         else:
             token = state.push("value_ref", "", 0)
             token.content = inner.strip()
-        token.meta = {"offset": pos}
+        # lines into the paragraph; inside link text a receipt (itself a link) cannot go
+        token.meta = {"lines": src.count("\n", 0, pos), "in_link": state.linkLevel > 0}
     state.pos = end + 2
     return True
 
 
 def _fig_ref(state: StateInline, silent: bool) -> bool:
+    """`[[fig:ID]]` -> fig_ref token."""
     match = _FIG.match(state.src, state.pos)
     if not match:
         return False
     if not silent:
         token = state.push("fig_ref", "", 0)
         token.content = match.group(1)
-        token.meta = {"offset": state.pos}
+        token.meta = {"lines": state.src.count("\n", 0, state.pos)}
     state.pos = match.end()
     return True
 
 
+def _blocks(state: StateCore) -> None:
+    """A fence whose info names a block kind (```table, ```figure) becomes a `<kind>_block` token
+    holding the block, parsed and checked once (site_src/blocks/)."""
+    ctx = state.env["page"]
+    for token in state.tokens:
+        kind = token.info.strip() if token.type == "fence" else ""
+        if kind in blocks.KINDS:
+            token.type = f"{kind}_block"
+            token.meta["block"] = blocks.parse(kind, token.content, token.map[0] + 1, ctx,
+                                               lambda text, line: parse_caption(state.md, text, line, ctx))
+
+
+def _lines(state: StateCore) -> None:
+    """Every inline token's children learn their page line (`meta["line"]`), where their render
+    rules report a problem."""
+    for token in state.tokens:
+        if token.type == "inline" and token.children:
+            _stamp(token.children, token.map[0] + 1 if token.map else 1)
+
+
+def _stamp(children, first: int) -> None:
+    breaks = 0
+    for child in children:
+        if child.type in ("softbreak", "hardbreak"):
+            breaks += 1
+        line = first + (child.meta["lines"] if child.meta and "lines" in child.meta else breaks)
+        child.meta = {**(child.meta or {}), "line": line}
+        if child.children:
+            _stamp(child.children, line)
+
+
 def site_plugin(md: MarkdownIt) -> None:
-    """The site's markdown-it plugin: registers the parse rules for `{{ }}` and `[[fig:]]` and the
-    render rules of every token the page walk fills (references, literals, figure links, math,
-    table and figure fences, focusable code blocks), in one place."""
+    """The site's markdown-it plugin: the parse rules of references, figure links and blocks, and
+    the render rule of every token the site renders its own way, in one place."""
     md.inline.ruler.before("link", "fig_ref", _fig_ref)
     md.inline.ruler.before("link", "value_ref", _value_ref)
-    _render_rules(md)
-
-
-def _render_rules(md) -> None:
-    """Tokens whose HTML the page walk (render.PageRenderer) prepared render from token.meta['html']."""
-    def from_meta(self, tokens, idx, options, env):
-        return str(tokens[idx].meta.get("html", ""))
-
-    default_fence = md.renderer.rules.get("fence")
-    default_code = md.renderer.rules.get("code_block")
-
-    def focusable(html: str) -> str:
-        # a code block scrolls sideways when wide; keyboard users must be able to reach it
-        return html.replace("<pre>", '<pre tabindex="0">', 1)
-
-    def fence(self, tokens, idx, options, env):
-        if "html" in tokens[idx].meta:
-            return str(tokens[idx].meta["html"])
-        return focusable(default_fence(tokens, idx, options, env))
-
-    def code_block(self, tokens, idx, options, env):
-        return focusable(default_code(tokens, idx, options, env))
-
-    for name in ("value_ref", "literal", "fig_ref", "ref_error", "math_inline", "math_inline_double",
-                 "math_block", "math_block_label"):
-        md.add_render_rule(name, from_meta)
-    md.add_render_rule("fence", fence)
-    md.add_render_rule("code_block", code_block)
+    md.core.ruler.after("block", "site_blocks", _blocks)
+    md.core.ruler.push("site_lines", _lines)
+    for name, rule in RULES.items():
+        md.add_render_rule(name, rule)
+    for kind, module in blocks.KINDS.items():
+        md.add_render_rule(f"{kind}_block", module.render)
     install_markdown_rules(md)  # pipe tables open the site's one table wrapper
 
 
@@ -107,3 +130,46 @@ def make_parser(raw_html: bool = False) -> MarkdownIt:
     anchors_plugin(md, min_level=2, max_level=4, slug_func=slugify)
     md.use(site_plugin)
     return md
+
+
+# ---------------------------------------------------------------- a page, parsed once and rendered once
+
+@dataclass
+class Parsed:
+    """A page's Markdown, parsed: its tokens, and its figure blocks in page order."""
+
+    tokens: list
+    figures: list      # blocks.figure.FigureBlock
+
+
+def parse_page(page, md: MarkdownIt, errors) -> Parsed:
+    """The page parsed, on first use, and kept (page.parsed): each page is parsed once per build.
+    A block's problems are added to `errors` as it is parsed."""
+    if page.parsed is None:
+        tokens = md.parse(page.body, {"page": PageContext(page, errors)})
+        figures = [t.meta["block"] for t in tokens if t.type == "figure_block" and t.meta["block"] is not None]
+        page.parsed = Parsed(tokens, figures)
+    return page.parsed
+
+
+def render_page(md: MarkdownIt, ctx: PageContext) -> Rendered:
+    """The page's body HTML, with every receipt, heading and figure it holds (in ctx.out)."""
+    parsed = parse_page(ctx.page, md, ctx.errors)
+    ctx.out.figures = parsed.figures
+    ctx.out.html = md.renderer.render(parsed.tokens, md.options, {"page": ctx})
+    return ctx.out
+
+
+def parse_caption(md: MarkdownIt, text: str, line: int, ctx) -> list:
+    """A block's caption (Markdown on one page line), parsed as inline tokens at that line."""
+    tokens = md.parseInline(text, {"page": ctx})
+    for token in tokens:
+        for child in _flatten(token.children or []):
+            child.meta["line"] += line - 1
+    return tokens
+
+
+def _flatten(children):
+    for child in children:
+        yield child
+        yield from _flatten(child.children or [])

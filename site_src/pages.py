@@ -22,7 +22,7 @@ class Page:
     meta_lines: dict         # field -> 1-based line in the page file
     body: str                # Markdown with the front matter blanked, so line numbers stay true
     number: int = 0          # position in the navigation (1-based): the N of "Fig. N.M"
-    tokens: list | None = None   # the Markdown parsed once (stage number), rendered in place (stage render)
+    parsed: object = None    # markdown.Parsed: the Markdown parsed once (stage number), rendered by stage render
 
     @property
     def out_path(self) -> str:

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from ..schema import FIGURE_ID
+from ..schema import FIGURE_ID, FIGURE_KINDS
 from .assemble import assemble
 from .data import options, spec_id
 from .runtime import figure_assets, figure_head_html, prefetch_runtime
 from .types import FigureContext, FigureError, RenderedFigure
 
-# Each kind is the module site_src/figures/<kind>.py with build(spec, ctx) -> FigureParts. They are
+# Each kind is declared in site_src/schema.py (FIGURE_KINDS: its data, options and claim kind) and
+# drawn by the module site_src/figures/<kind>.py with build(spec, ctx) -> FigureParts. They are
 # imported when a figure of theirs is drawn: Altair costs a seventh of a second to import, which a
 # rebuild that draws no figure should not pay.
-KINDS = ("rank_scatter", "rho_bars", "patch_picker", "top_lists", "lens_curve", "margin_distribution", "heatmap")
+KINDS = tuple(FIGURE_KINDS)
 
 __all__ = ["FigureContext", "FigureError", "RenderedFigure", "render_figure", "figure_assets",
            "figure_head_html", "prefetch_runtime", "KINDS"]

@@ -5,7 +5,7 @@ The generator calls, once per build:
 
     honesty = Honesty(root, errors, cache)          # reads registrations/ (and git), lazily
     info = honesty.study(page, bundle)              # per study page: StudyHonesty for its header
-    honesty.check_page(page, md, env, rendered)     # rungs and claim kinds of a page and its figures
+    honesty.check_page(page, rendered)              # rungs and claim kinds of a page and its figures
     files = honesty.pages(render)                   # registrations/ pages; render(template, prefix, **ctx)
     honesty.used                                    # fixtures to publish with a line view
 
@@ -103,9 +103,9 @@ class Honesty:
                 self._corrections[study] = []
         return self._corrections[study]
 
-    def check_page(self, page, md, env, rendered) -> None:
+    def check_page(self, page, rendered) -> None:
         """Trust rungs and claim kinds of a rendered page and its figures (rungs.py), and its errata."""
-        rungs.check_page(page, md, env, rendered, self, self.errors)
+        rungs.check_page(page, rendered, self, self.errors)
         self._errata(page, rendered)
 
     def _errata(self, page, rendered) -> None:

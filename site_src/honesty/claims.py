@@ -12,20 +12,9 @@ from pathlib import PurePosixPath
 
 from bundle_kit import contract
 
-OBSERVATIONAL, CAUSAL, COMPARISON = "observational", "causal", "observational vs causal"
-KINDS = (OBSERVATIONAL, CAUSAL, COMPARISON)
+from ..schema import CAUSAL, CLAIMS, COMPARISON, FIGURE_KINDS, OBSERVATIONAL
 
-# Figure kinds whose data fix their claim kind (docs/figures.md lists each kind's data).
-FIGURE_KINDS = {
-    "rank_scatter": COMPARISON,        # attribution rank against patch rank
-    "top_lists": COMPARISON,           # each method's top list, with the other's rank
-    "rho_bars": COMPARISON,            # rank correlation of the two methods
-    "patch_picker": CAUSAL,            # clean against patched margin
-    "lens_curve": OBSERVATIONAL,       # the running margin, read layer by layer
-    "margin_distribution": OBSERVATIONAL,  # the model's own margins, nothing replaced
-}
-# Figure kinds whose claim is the kind of the value they draw (observational when neutral).
-FIGURE_FROM_DATA = {"heatmap": "matrix"}
+KINDS = CLAIMS
 
 FILE_KINDS = {
     contract.ATTRIBUTION: OBSERVATIONAL, contract.HEADS_ATTRIBUTION: OBSERVATIONAL,
@@ -71,13 +60,17 @@ def value_kind(source: str, expression: str) -> str | None:
     return None
 
 
-def figure_kind(kind: str, data_kind: str | None = None) -> str | None:
-    """The claim kind a figure of `kind` supports; `data_kind` is the kind of its drawn value."""
-    if kind in FIGURE_KINDS:
-        return FIGURE_KINDS[kind]
-    if kind in FIGURE_FROM_DATA:
-        return data_kind or OBSERVATIONAL
-    return None
+def figure_claim(kind: str, data: dict) -> str | None:
+    """The claim kind a figure of `kind` drawing `data` supports: the one its kind declares
+    (site_src/schema.py FIGURE_KINDS), or the kind of the value it draws (observational when
+    that value is neutral)."""
+    declared = FIGURE_KINDS.get(kind)
+    if declared is None:
+        return None
+    if declared.claim_from:
+        ref = str(data.get(declared.claim_from) or "") if isinstance(data, dict) else ""
+        return value_kind(ref, ref) or OBSERVATIONAL
+    return declared.claim
 
 
 def page_kind(kinds) -> str | None:

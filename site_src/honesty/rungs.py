@@ -20,7 +20,6 @@ from pathlib import Path
 from bundle_kit import contract
 
 from ..errors import BuildError
-from ..parse import ParseProblem, load_yaml
 from . import claims
 
 KEY_CONSTRUCTION = "construction"    # key.json: how the key was constructed (text)
@@ -54,25 +53,6 @@ def calibration_problem(root: Path, study: str, refusal=lambda rel: None) -> str
         return (f"{folder}/{contract.GOLDEN} does not record a passed key verification "
                 f"('{'/'.join(KEY_CHECK_PASSED)}': true)")
     return None
-
-
-def _fence_line(body: str, key: str) -> int:
-    for number, text in enumerate(body.split("\n")):
-        if text.startswith(f"{key}:"):
-            return number
-    return 0
-
-
-def figure_blocks(page, md, env):
-    """(line of the fence, spec, body) of every figure block of the page."""
-    for token in page.tokens if page.tokens is not None else md.parse(page.body, env):  # parsed once, by the build
-        if token.type == "fence" and token.info.strip() == "figure" and token.map:
-            try:
-                spec, _node = load_yaml(token.content)   # bounded, like every block the build reads
-            except ParseProblem:
-                continue  # the renderer reports it
-            if isinstance(spec, dict):
-                yield token.map[0] + 1, spec, token.content
 
 
 def _figure_bundles(spec: dict, page_bundle) -> set[str]:
@@ -143,25 +123,19 @@ class PageCheck:
                 pass
         return claims.value_kind(resolved.source, expression)
 
-    def run(self, md, env, rendered) -> None:
+    def run(self, rendered) -> None:
         page = self.page
         figure_kinds = []
-        for line, spec, body in figure_blocks(page, md, env):
-            kind, declared = spec.get("kind"), spec.get("claim")
-            data_kind = None
-            if kind in claims.FIGURE_FROM_DATA:
-                ref = (spec.get("data") or {}).get(claims.FIGURE_FROM_DATA[kind]) if isinstance(spec.get("data"), dict) else None
-                data_kind = claims.value_kind(str(ref or ""), str(ref or ""))
-            intrinsic = claims.figure_kind(kind, data_kind)
-            claim_line = line + 1 + _fence_line(body, "claim")
+        for block in rendered.figures:   # the page's figure blocks, as parsed (site_src/blocks/figure.py)
+            declared = block.claim
+            intrinsic = claims.figure_claim(block.kind, block.data)
             if intrinsic and declared in claims.KINDS and declared != intrinsic:
-                self.error(f"figure {spec.get('id')}: claim {declared!r} is not what a {kind} figure supports: its "
-                           f"data make it {intrinsic!r}", claim_line)
+                self.error(f"figure {block.id}: claim {declared!r} is not what a {block.kind} figure supports: its "
+                           f"data make it {intrinsic!r}", block.lines.of("claim"))
             figure_kinds.append(intrinsic)
-            trust = spec.get("trust")
-            if trust is not None:
-                self.rung(trust, _figure_bundles(spec, self.bundle), line + 1 + _fence_line(body, "trust"),
-                          f"figure {spec.get('id')}")
+            if block.trust is not None:
+                self.rung(block.trust, _figure_bundles(block.spec, self.bundle), block.lines.of("trust"),
+                          f"figure {block.id}")
         if "trust" in page.meta:
             self.rung(page.meta["trust"], {self.bundle} if self.bundle else set(),
                       page.meta_lines.get("trust", 1), "the page")
@@ -174,5 +148,6 @@ class PageCheck:
                            f"they make it {supported!r}", page.meta_lines.get("claim", 1))
 
 
-def check_page(page, md, env, rendered, honesty, errors) -> None:
-    PageCheck(page, honesty, errors).run(md, env, rendered)
+def check_page(page, rendered, honesty, errors) -> None:
+    """The rung and claim checks of one rendered page and its figures."""
+    PageCheck(page, honesty, errors).run(rendered)

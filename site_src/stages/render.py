@@ -1,11 +1,13 @@
 """Stage 3, render the pages: each page's Markdown becomes body HTML with its receipts, tables,
-figures and math; the number rule runs over its prose. Errors are collected, never raised."""
+figures and math, by the site plugin's render rules (site_src/markdown.py); the number rule runs
+over its prose. Errors are collected, never raised."""
 from __future__ import annotations
 
 from .. import reader
 from ..errors import internal_error
+from ..markdown import render_page
 from ..pages import PROSE_FIELDS
-from ..render import PageRenderer, check_prose
+from ..render import PageContext, check_prose
 from ..resolve import Resolver
 from .model import Numbered, PageOutput, RenderedSite
 from .number import parser_for
@@ -13,7 +15,6 @@ from .number import parser_for
 
 def render_pages(numbered: Numbered) -> RenderedSite:
     site = numbered.site
-    md_env = {"jinja": site.jinja}
     out = RenderedSite(numbered, [], {})
     for name in site.order:
         page = site.pages[name]
@@ -25,12 +26,11 @@ def render_pages(numbered: Numbered) -> RenderedSite:
             out.outputs.append(PageOutput(page, None, reused=reused))
             continue
         resolver = Resolver(site.root, page.meta.get("bundle"), site.cache, files=site.files)
-        md = parser_for(numbered.parsers, page)
-        renderer = PageRenderer(page, md, resolver, site.errors, numbered.figures, md_env, site.root)
+        ctx = PageContext(page, site.errors, resolver, numbered.figures, site.jinja, site.root)
         try:
-            rendered = renderer.render()
+            rendered = render_page(parser_for(numbered.parsers, page), ctx)
         except Exception as exc:  # a bug: reported at the page line, and the other pages still build
-            site.errors.add(internal_error(exc, page.where(renderer.line)))
+            site.errors.add(internal_error(exc, page.where(ctx.line)))
             continue
         for rel, view in resolver.used.items():
             out.used[rel] = out.used.get(rel, False) or view
@@ -41,7 +41,7 @@ def render_pages(numbered: Numbered) -> RenderedSite:
             continue
         page, rendered = output.page, output.rendered
         rendered.complete(page, site.errors)
-        site.honesty.check_page(page, parser_for(numbered.parsers, page), md_env, rendered)
+        site.honesty.check_page(page, rendered)
         reader.start_preview(rendered.html, rendered.files, site.root / ".cache" / "og")
         out.files.update(rendered.files)
     return out

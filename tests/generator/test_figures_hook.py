@@ -8,6 +8,7 @@ import pytest
 
 import site_src.figures as figures
 from generator_helpers import run, tree_digest, write_page
+from site_src import schema
 
 
 @dataclass
@@ -41,6 +42,10 @@ def fake_render(kind, spec, ctx, deferred=False):
 
 @pytest.fixture
 def fake_figures(monkeypatch):
+    # the stand-in kinds are declared as every kind is, in the schema
+    for kind in ("dots", "broken"):
+        monkeypatch.setitem(schema.FIGURE_KINDS, kind, schema.FigureKind(
+            "a stand-in", None, {"rows": schema.Field("rows", required=True)}))
     monkeypatch.setattr(figures, "FigureContext", FakeContext, raising=False)
     monkeypatch.setattr(figures, "render_figure", fake_render, raising=False)
     monkeypatch.setattr(figures, "figure_assets", lambda cache_dir=None: {"fake.svg": b"<svg/>"}, raising=False)

@@ -174,5 +174,5 @@ def test_value_kinds(source, expression, kind):
     ("golden.json#objective_cosines", "causal", True),
 ])
 def test_heatmap_takes_the_kind_of_its_matrix(matrix, claim, error):
-    kind = claims.figure_kind("heatmap", claims.value_kind(matrix, matrix))
+    kind = claims.figure_claim("heatmap", {"matrix": matrix})
     assert (kind != claim) == error
