@@ -39,6 +39,12 @@ def _matching(pattern: str, what: str):
     return check
 
 
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a port number (0 to 65535; 0 picks a free one)")
+    return int(text)
+
+
 def _existing_file(text: str) -> Path:
     if not Path(text).is_file():
         raise argparse.ArgumentTypeError(f"{text[:80]!r} is not a file")
@@ -87,7 +93,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from site_src.serve import serve
+    from site_src.serve import PortRefused, serve
     from site_src.site import build
     out = Path(os.path.abspath(args.out or args.root / "public"))
 
@@ -95,12 +101,17 @@ def cmd_serve(args) -> int:
         result = build(args.root, out, incremental=not args.clean)
         _report(result, "build", out)
         return result
-    serve(args.root.resolve(), out, args.port, build_and_report)
+    try:
+        serve(args.root.resolve(), out, args.port, build_and_report)
+    except PortRefused as exc:
+        print(f"build.py serve: error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
 def cmd_ref(args) -> int:
     from site_src.errors import FixtureProblem
+    from site_src.paths import InputRefused
     from site_src.refgrammar import RefSyntaxError
     from site_src.resolve import Resolver
 
@@ -114,7 +125,7 @@ def cmd_ref(args) -> int:
     resolver = Resolver(args.root, args.bundle, extra_dirs=(Path.cwd(),), allow_outside=True)
     try:
         resolved = resolver.resolve(text)
-    except (RefSyntaxError, FixtureProblem) as exc:
+    except (RefSyntaxError, FixtureProblem, InputRefused) as exc:
         print(f"error: {{{{ {text} }}}}: {exc}", file=sys.stderr)
         return 1
     if resolved.is_block:
@@ -127,8 +138,19 @@ def cmd_ref(args) -> int:
         print(f"raw value: {json.dumps(resolved.value, ensure_ascii=False)}")
         print(resolved.receipt)
     if resolved.href:
-        print(f"published at: public/{resolved.href}")
+        print(_published(args, resolved.href))
     return 0
+
+
+def _published(args, href: str) -> str:
+    """Where the current build publishes the value's line, or that it does not: the build
+    publishes a fixture only when a page cites it."""
+    from urllib.parse import unquote
+    out = Path(os.path.abspath(args.out or args.root / "public"))
+    target = unquote(href.split("#", 1)[0])
+    if (out / target).is_file():
+        return f"published at: {os.path.relpath(out, args.root) if out.is_relative_to(args.root) else out}/{href}"
+    return f"not published in {out.name}/: no page of the current build cites this file"
 
 
 def cmd_verify_quoted(args) -> int:
@@ -169,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     _root_args(p)
     p = sub.add_parser("serve", help="build, serve public/ on 127.0.0.1, rebuild on source changes")
     _root_args(p)
-    p.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0 picks a free one; default 8000)")
+    p.add_argument("--port", type=_port, default=8000, help="port on 127.0.0.1 (0 picks a free one; default 8000)")
     p = sub.add_parser("ref", help="resolve one value reference and print its value and receipt",
                        description="Resolve a reference (FILE:LINE, FILE#KEY, FILE:LINE#KEY, or FILE | STAGES) "
                                    "against the repository (and the working directory), e.g. "

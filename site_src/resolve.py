@@ -37,6 +37,7 @@ class Resolver:
         self.allow_outside = allow_outside    # only `ref`, which publishes nothing: any readable file
         # pages may cite only what the path policy allows: tracked, inside, no symbolic link
         self.files = None if allow_outside else (files or RepoFiles(self.root))
+        self._policy: RepoFiles | None = None   # `ref`'s path policy inside the repository
         self.used: dict[str, bool] = {}       # repo-relative path -> needs a line-numbered view
 
     # -- files -------------------------------------------------------------------------------
@@ -59,12 +60,26 @@ class Resolver:
         raise FixtureProblem(f"fixture file not found (looked for {tried})", file)
 
     def _locate_anywhere(self, file: str) -> tuple[Path, str]:
+        """`ref` only: a file of the repository under the path policy (tracked, no link on the way:
+        an ignored secret is refused, never printed), or a file outside it as it is (an author's
+        copy of a quoted source beside the repository)."""
         candidates = []
         if self.bundle:
             candidates.append(self.root / "bundles" / self.bundle / file)
         candidates.append(self.root / file)
         candidates.extend(d / file for d in self.extra_dirs)
         for candidate in candidates:
+            lexical = Path(os.path.abspath(candidate))
+            if lexical.is_relative_to(self.root):
+                if self._policy is None:
+                    self._policy = RepoFiles(self.root)
+                rel = lexical.relative_to(self.root).as_posix()
+                why = self._policy.refusal(rel)
+                if why is None:
+                    return self.root / rel, rel
+                if why != "file not found":
+                    raise FixtureProblem(why, rel)
+                continue
             path = candidate.resolve()
             if path.is_file():
                 inside = path.is_relative_to(self.root)

