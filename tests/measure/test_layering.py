@@ -48,8 +48,11 @@ def test_a_whole_study_run_loads_no_site_generator_module():
 
 
 def test_pyproject_names_every_package_of_measure():
-    """A non-editable install ships only the packages pyproject.toml lists."""
+    """A non-editable install ships only the packages pyproject.toml's discovery finds (the
+    install itself is tests/generator/test_install.py)."""
     import tomllib
-    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    from setuptools import find_namespace_packages
+    find = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]["find"]
+    listed = set(find_namespace_packages(str(REPO), include=find["include"], exclude=find["exclude"]))
     packages = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "measure").rglob("__init__.py")}
     assert packages - listed == set()
