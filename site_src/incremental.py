@@ -183,6 +183,8 @@ def generator_version(digests: Digests, root: Path) -> str:
     for path in sorted(templates.rglob("*")) if templates.is_dir() else ():
         if path.is_file():
             parts.append((path.relative_to(root).as_posix(), digests.file(path)))
+    from . import browser_check   # the runtime a study page's "Run the check here" publishes
+    parts.append(("browser check", browser_check.fingerprint(root, digests.file)))
     for lib in LIBRARIES:
         try:
             parts.append((lib, metadata.version(lib)))

@@ -8,6 +8,7 @@ from html import escape as html_escape
 import jinja2
 from markupsafe import Markup, escape
 
+from .. import browser_check
 from .. import bundles as bundle_kit
 from .. import reader
 from ..errors import BuildError
@@ -28,6 +29,7 @@ def publish(bundled: Bundled) -> BuildResult:
     out: dict = dict(rendered.files)
     bundle_pages = []
     memo = rendered.numbered.memo
+    check = browser_check.find(site.root) if bundled.bundles else None   # "Run the check here"
     for output in rendered.outputs:
         page, bundle = output.page, output.bundle
         study = site.honesty.study(page, bundle) if bundle is not None else None
@@ -39,7 +41,8 @@ def publish(bundled: Bundled) -> BuildResult:
                                                 "../" * page.depth, site.facts)
         out.update(extra_files)
         try:
-            out[page.out_path] = _page_html(site, page, output.rendered, bundle, study, extra).encode()
+            out[page.out_path] = _page_html(site, page, output.rendered, bundle, study,
+                                            {**extra, "check": check if check and check.present else None}).encode()
             extra_files.update(reader.provenance_page(site.jinja, _common(site, None, "../" * page.depth), page,
                                                       output.rendered))
             out.update(extra_files)
@@ -52,6 +55,7 @@ def publish(bundled: Bundled) -> BuildResult:
             out.update(bundle_kit.public_files(list(bundled.bundles.values())))
         except Exception as exc:  # a zip that cannot be described: reported, the build goes on
             errors.add(BuildError(f"bundles: {exc}"))
+        out.update(check.public_files())
     try:
         out.update(site.honesty.pages(lambda template, prefix, **ctx: site.jinja.get_template(template).render(
             **_common(site, None, prefix), description=ctx.get("summary", ""), **ctx)))
@@ -76,7 +80,8 @@ def publish(bundled: Bundled) -> BuildResult:
     if site.config.base_url:
         out["sitemap.xml"] = _sitemap(site.config.base_url, [site.pages[n] for n in site.order])
     _check_outputs(out, errors)
-    return BuildResult(errors, out, bundle_pages, note=memo.summary() if memo.enabled else "", memo=memo)
+    note = "; ".join(n for n in (memo.summary() if memo.enabled else "", check.note if check else "") if n)
+    return BuildResult(errors, out, bundle_pages, note=note, memo=memo)
 
 
 def _figure_assets(site: Site) -> dict:

@@ -169,7 +169,18 @@
     document.addEventListener("keydown", function (e) { if (e.key === "Escape") hide(); });
   }
 
-  function start() { setupTheme(); setupSearch(); setupReceipts(); }
+  function setupCheck() {  // shown where WebAssembly runs; check.js is imported on the first click only
+    if (!window.WebAssembly) return;
+    document.querySelectorAll(".bundle-check[data-check-script]").forEach(function (box) {
+      box.querySelector(".check-run").addEventListener("click", function () {
+        import(new URL(box.getAttribute("data-check-script"), location.href).href).then(function (m) { m.run(box); },
+          function (e) { box.querySelector(".check-status").textContent = "The check could not load: " + e; });
+      });
+      box.hidden = false;
+    });
+  }
+
+  function start() { setupTheme(); setupSearch(); setupReceipts(); setupCheck(); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();

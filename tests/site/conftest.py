@@ -268,7 +268,7 @@ def java_available() -> bool:
 def kit():
     """The helpers above, for the test modules (conftest is not importable under importlib mode)."""
     return types.SimpleNamespace(
-        CHROMIUM=CHROMIUM, SCREENSHOTS=SCREENSHOTS, PHONE=PHONE, DESKTOP=DESKTOP,
+        CHROMIUM=CHROMIUM, CHROMIUM_ARGS=CHROMIUM_ARGS, AXE=AXE, SCREENSHOTS=SCREENSHOTS, PHONE=PHONE, DESKTOP=DESKTOP,
         Recorder=Recorder, built_pages=built_pages, java_available=java_available,
         missing_tool=missing_tool,
     )

@@ -1,0 +1,280 @@
+""""Run the check here" (templates/static/check.js) in Debian's Chromium, on the built site.
+
+The check runs each committed study's own reproduce.py in Pyodide and must match the page; a zip
+the test server alters must show both the hash mismatch and the differing output; nothing of the
+check is fetched before the click, and no request leaves the local server; the button and the
+results work from the keyboard and carry the roles a screen reader needs.
+
+All tests share one browser profile on disk, as one reader's browser would: the runtime is
+fetched over the network by the first test and comes from the browser's cache after that (the
+runtime's load is the slow part; each test still starts its own Python, on its own page).
+The time from click to result is measured by benchmarks/benchmark_browser_check.py, not here.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import io
+import json
+import re
+import threading
+import zipfile
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RESULT_TIMEOUT_MS = 120_000   # a ceiling against a hang, not a timing assertion
+DONE = """(box) => { const s = box.getAttribute('data-check-state'); return s && s !== 'running'; }"""
+_FRONT_BUNDLE = re.compile(r"^bundle:\s*([a-z0-9][a-z0-9_-]*)\s*$", re.M)
+
+
+def study_pages() -> list[tuple[str, str]]:
+    """(bundle, page URL) of every page in content/ that names a bundle."""
+    found = []
+    for path in sorted((REPO / "content").rglob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        front = text.split("---", 2)[1] if text.startswith("---") else ""
+        match = _FRONT_BUNDLE.search(front)
+        if match and (REPO / "bundles" / match.group(1)).is_dir():
+            rel = path.relative_to(REPO / "content").with_suffix("").as_posix()
+            found.append((match.group(1), "" if rel == "index" else rel + "/"))
+    return found
+
+
+STUDIES = study_pages()
+
+
+class _AlteringHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the built site, except the paths in `altered`, served with the bytes given there."""
+
+    altered: dict = {}
+
+    def do_GET(self):  # noqa: N802 - the base class's name
+        data = self.altered.get(urlsplit(self.path).path)
+        if data is None:
+            return super().do_GET()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/zip")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        return None
+
+    def log_message(self, format, *args):  # noqa: A002
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(site_dir):
+    """The built site on 127.0.0.1, with a switch to alter a served file."""
+    handler = type("Handler", (_AlteringHandler,), {"altered": {}})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(site_dir)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/", handler.altered
+    httpd.shutdown()
+    httpd.server_close()
+
+
+class Reader:
+    """One browser profile on disk; every request is recorded, any to another host is blocked."""
+
+    def __init__(self, context, base_url: str):
+        self.context, self.base_url = context, base_url
+        self.requests: list[str] = []
+        self.other_hosts: list[str] = []
+        context.route("**/*", self._route)
+        context.on("request", lambda request: self.requests.append(request.url))
+
+    def _route(self, route):
+        parts = urlsplit(route.request.url)
+        if parts.scheme in ("http", "https", "ws", "wss") and parts.hostname != "127.0.0.1":
+            self.other_hosts.append(route.request.url)
+            route.abort("blockedbyclient")
+            return
+        route.continue_()
+
+    def open(self, path: str):
+        page = self.context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        page.goto(self.base_url + path, wait_until="load")
+        page.wait_for_load_state("networkidle")
+        return page, errors
+
+    def fetched(self, needle: str) -> list[str]:
+        return [url for url in self.requests if needle in url]
+
+
+@pytest.fixture(scope="module")
+def reader(browser, server, site_dir, tmp_path_factory, kit):
+    if not (site_dir / "assets" / "pyodide").is_dir():   # the build said why (node_modules/pyodide)
+        kit.missing_tool("the Pyodide runtime in node_modules/pyodide (`npm ci` installs it)")
+    base_url, _altered = server
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    context = browser.browser_type.launch_persistent_context(
+        str(profile), executable_path=kit.CHROMIUM, args=kit.CHROMIUM_ARGS, headless=True, viewport=kit.DESKTOP)
+    try:
+        yield Reader(context, base_url)
+    finally:
+        context.close()
+
+
+def run_check(page):
+    """Click the button and wait for the check's result."""
+    box = page.locator(".bundle-check")
+    box.locator("button.check-run").click()
+    handle = box.element_handle()
+    page.wait_for_function(DONE, arg=handle, timeout=RESULT_TIMEOUT_MS)
+    return box
+
+
+@pytest.fixture(scope="module")
+def smallest(site_dir) -> tuple[str, str]:
+    """The study whose zip is smallest: the one the tests of the page's behaviour use."""
+    return min(STUDIES, key=lambda study: (site_dir / "bundles" / f"{study[0]}.zip").stat().st_size)
+
+
+def attrs(box) -> dict:
+    return box.evaluate("b => Object.fromEntries(Array.from(b.attributes).filter(a => a.name.startsWith('data-check-'))"
+                        ".map(a => [a.name.slice(11), a.value]))")
+
+
+def test_every_committed_study_has_a_page_to_check():
+    assert {name for name, _url in STUDIES} >= {"organism"}, STUDIES
+
+
+def test_nothing_of_the_check_is_fetched_before_the_click(reader, smallest):
+    bundle, url = smallest
+    reader.requests.clear()
+    page, errors = reader.open(url)
+    try:
+        button = page.get_by_role("button", name="Run the check here")
+        assert button.is_visible(), "site.js did not show the button"
+        before = [u for u in reader.requests if "/assets/pyodide/" in u or "/assets/check" in u or u.endswith(".zip")]
+        assert before == [], f"fetched before the click: {before}"
+        assert not errors, errors
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("bundle,url", STUDIES, ids=[name for name, _ in STUDIES])
+def test_the_check_of_each_study_completes_and_matches(reader, site_dir, bundle, url):
+    reader.requests.clear()
+    reader.other_hosts.clear()
+    page, errors = reader.open(url)
+    try:
+        box = run_check(page)
+        state = attrs(box)
+        assert state.get("state") == "done", state
+        assert (state.get("hash"), state.get("output"), state.get("exit")) == ("match", "match", "0"), \
+            page.locator(".check-results").inner_text()
+        assert box.locator("tr.check-differs").count() == 0
+        expected = page.locator(".bundle-output samp").text_content()
+        caption = box.locator("table.check-diff caption").inner_text()
+        assert caption == f"All {len(expected.splitlines())} lines equal the Expected output", caption
+        assert "matches the sha256 printed on this page" in box.inner_text()
+        # the runtime came from this site's own versioned folder, and nothing went anywhere else
+        runtime = reader.fetched("/assets/pyodide/")
+        published = {p.name for p in next((site_dir / "assets" / "pyodide").iterdir()).iterdir()}
+        assert runtime and {u.rsplit("/", 1)[1] for u in runtime} <= published, runtime
+        assert reader.other_hosts == [], reader.other_hosts
+        assert all(urlsplit(u).hostname == "127.0.0.1" for u in reader.requests if urlsplit(u).scheme.startswith("http"))
+        assert not errors, errors
+    finally:
+        page.close()
+
+
+def altered_zip(original: bytes) -> bytes:
+    """The zip with one published rho in golden.json changed (a new, valid zip: the CRCs agree)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(original)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "golden.json":
+                golden = json.loads(data)
+                dimension = sorted(golden["per_dimension_rho"])[0]
+                old = json.dumps(golden["per_dimension_rho"][dimension])
+                text = data.decode()
+                needle = f'"{dimension}": {old}'
+                assert needle in text, needle
+                data = text.replace(needle, f'"{dimension}": {golden["per_dimension_rho"][dimension] + 0.25:.6f}', 1).encode()
+            target.writestr(info, data)
+    return out.getvalue()
+
+
+def test_an_altered_zip_shows_the_hash_mismatch_and_the_differing_output(reader, server, site_dir, smallest):
+    _base, altered = server
+    bundle, url = smallest
+    zip_path = f"/bundles/{bundle}.zip"
+    altered[zip_path] = altered_zip((site_dir / zip_path.lstrip("/")).read_bytes())
+    page, _errors = reader.open(url)
+    try:
+        box = run_check(page)
+        state = attrs(box)
+        assert (state.get("state"), state.get("hash"), state.get("output"), state.get("exit")) == \
+            ("done", "mismatch", "differs", "1"), state
+        mismatch = box.get_by_text("does NOT match the sha256 printed on this page")
+        assert mismatch.is_visible()
+        differing = box.locator("tr.check-differs")
+        assert differing.count() >= 1 and differing.first.is_visible()
+        assert differing.first.locator(".check-mark").inner_text() == "differs"
+        assert "differ from the Expected output" in box.locator("table.check-diff caption").inner_text()
+
+        # the site serves the real zip again: a second run on the same page matches, and does not
+        # fetch the runtime again
+        del altered[zip_path]
+        reader.requests.clear()
+        box = run_check(page)
+        state = attrs(box)
+        assert (state.get("hash"), state.get("output"), state.get("exit")) == ("match", "match", "0"), state
+        assert reader.fetched("/assets/pyodide/") == [], "the runtime was fetched twice on one page"
+        assert "already loaded on this page" in box.inner_text()
+    finally:
+        altered.pop(zip_path, None)
+        page.close()
+
+
+def test_keyboard_and_screen_reader_use(reader, kit, smallest):
+    bundle, url = smallest
+    page, errors = reader.open(url)
+    try:
+        assert page.get_by_role("button", name="Run the check here").count() == 1
+        button = page.locator(".bundle-check button.check-run")
+        description = page.locator("#" + button.get_attribute("aria-describedby"))
+        assert "reproduce.py" in description.inner_text()
+        status = page.locator(".bundle-check [role=status]")
+        assert status.count() == 1, "the live region must exist before anything is announced in it"
+        # Tab from the command above reaches the button; Enter starts the check
+        page.locator(".bundle-command").focus()
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.classList.contains('check-run')")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.querySelector('.bundle-check').getAttribute('data-check-state') === 'running'")
+        assert button.get_attribute("aria-disabled") == "true"
+        assert page.evaluate("document.activeElement.classList.contains('check-run')"), "focus left the button"
+        box = page.locator(".bundle-check")
+        page.wait_for_function(DONE, arg=box.element_handle(), timeout=RESULT_TIMEOUT_MS)
+        assert attrs(box).get("output") == "match"
+        assert status.inner_text().startswith("Check finished. The zip is the one this page describes")
+        assert button.get_attribute("aria-disabled") is None
+        assert page.get_by_role("button", name="Run the check again").is_visible()
+        # the result table is a labelled region the keyboard reaches next
+        page.keyboard.press("Tab")
+        focused = page.evaluate("[document.activeElement.getAttribute('role'), document.activeElement.getAttribute('aria-labelledby')]")
+        assert focused[0] == "region" and focused[1], focused
+        assert page.get_by_role("region", name=re.compile("lines equal the Expected output")).is_visible()
+        assert page.get_by_role("table").filter(has=page.locator("caption", has_text="Expected output")).count() == 1
+        if not kit.AXE.is_file():
+            kit.missing_tool(f"axe-core at {kit.AXE} (run `npm ci`)")
+        page.add_script_tag(path=str(kit.AXE))
+        violations = page.evaluate("""async () => (await axe.run(document.querySelector('.bundle-check'),
+            {resultTypes: ['violations']})).violations.filter(v => ['serious', 'critical'].includes(v.impact))
+            .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', '))""")
+        assert violations == [], violations
+        assert not errors, errors
+    finally:
+        page.close()
