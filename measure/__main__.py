@@ -6,8 +6,11 @@ import os
 import sys
 from pathlib import Path
 
+from measure import numerics
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+numerics.set_environment()  # before anything imports torch, whatever the caller's environment says
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -82,6 +82,7 @@ def write_bundle(plan: Plan, counts: dict[str, int], hooks: Hooks | None = None)
                   "bootstrap": 0},
         "data_file": shown(plan.pairs_file),
         "packages": versions(), "device": str(adapter.device), "threads": config.threads,
+        "numerics": plan.numerics,
         "shard_size": config.shard_size, "patch_heads": config.patch_heads,
         "shards": len(plan.shards), "shards_resumed": counts["resumed"],
         "run_fingerprint": plan.fingerprint, "git": plan.git,

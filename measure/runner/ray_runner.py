@@ -27,11 +27,14 @@ RETRIES = 3  # restarts of a dead actor, and reruns of the shard it was measurin
 
 
 def _worker_env() -> dict:
-    """The workers import `measure` from the driver's checkout, offline."""
+    """The workers import `measure` from the driver's checkout, offline, and start in the
+    portable numerics mode (their torch reads its variables once, at its first computation)."""
+    from measure import numerics
     from measure.runner.config import REPO
 
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    return {"env_vars": {"PYTHONPATH": path, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}}
+    return {"env_vars": {"PYTHONPATH": path, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
+                         **numerics.ENVIRONMENT}}
 
 
 def _connect(address: str, local_cpus: int | None):

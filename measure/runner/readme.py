@@ -34,7 +34,10 @@ def bundle_readme(study: str, golden: dict, has_key: bool) -> str:
 
 Written by the measurement stage (`python -m measure run --study {study}`); do not edit by hand.
 Every file except `{C.MANIFEST}` is byte-identical when the run is repeated with the same seed
-(the manifest records the wall time and the git commit, which change from run to run).
+and torch version, whatever vector extensions the CPU has: the numbers are computed in the
+portable numerics mode (ATen's portable kernels, MKL's conditional numerical reproducibility,
+oneDNN off, one thread), which the manifest records under `numerics` beside the wall time and
+the git commit (those two change from run to run).
 Floats are rounded to {C.JSONL_PLACES} decimals in JSONL files and {C.GOLDEN_PLACES} in `{C.GOLDEN}`; keys keep a fixed order.
 
 Definitions: the margin of a pair is `r(chosen) - r(rejected)`, read at the scoring token (the

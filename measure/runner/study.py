@@ -29,6 +29,7 @@ import torch
 from bundle_kit import contract
 from safe_io import git_state, sha256_file, write_atomic
 
+from measure import numerics
 from measure.instruments import offdist
 from measure.models.adapter import Adapter, load
 from measure.runner.config import ORGANISM_DIR, REPO, Hooks, StudyConfig
@@ -82,12 +83,15 @@ def shown(path: Path) -> str:
     return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
-def setup_determinism(seed: int, threads: int, device: str) -> None:
+def setup_determinism(seed: int, threads: int, device: str) -> dict:
+    """Seed torch, use deterministic algorithms, and enter the portable numerics mode
+    (`measure.numerics`); returns the numerics in effect, for the manifest."""
     if device.startswith("cuda"):
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    state = numerics.enter(threads)
     torch.manual_seed(seed)
-    torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(True, warn_only=device.startswith("cuda"))
+    return state
 
 
 def weights_identity(folder: Path) -> dict:
@@ -133,6 +137,7 @@ class Plan:
     run_dir: Path
     started: float = field(default_factory=time.time)
     git: dict | None = None                           # the tree's state before the run wrote anything
+    numerics: dict | None = None                      # the numerics in effect (measure.numerics)
 
     def shard_input(self, k: int) -> tuple[list[dict], list[list[int]]]:
         """Shard k's pairs and their sequences, chosen and rejected interleaved."""
@@ -150,7 +155,7 @@ class Plan:
 def plan_study(config: StudyConfig) -> Plan:
     started = time.time()
     head, dirty = git_state(REPO)  # before the run writes the bundle, which would make the tree look dirty
-    setup_determinism(config.seed, config.threads, config.device)
+    mode = setup_determinism(config.seed, config.threads, config.device)
     adapter = load(config.model, config.organism_dir, config.device, config.dtype, config.objective)
     source = ModelSource(adapter.path)
     pairs_file = Path(config.pairs_file) if config.pairs_file else source.pairs or config.organism_dir / contract.PAIRS
@@ -164,7 +169,8 @@ def plan_study(config: StudyConfig) -> Plan:
                 "device_type": adapter.device.type, "objective": config.objective}
     fingerprint = hashlib.sha256(json.dumps(
         [identity, config.shard_size, config.max_rows, list(MODES), config.patch_heads,
-         versions()["torch"], STATS_LAYOUT, offdist.VERSION], sort_keys=True).encode()).hexdigest()[:16]
+         versions()["torch"], STATS_LAYOUT, offdist.VERSION, _numerics_key(mode)],
+        sort_keys=True).encode()).hexdigest()[:16]
     seqs = []
     for p in pairs:
         where = f"{pairs_file} (pair {p['pair_id']})"
@@ -174,7 +180,13 @@ def plan_study(config: StudyConfig) -> Plan:
     shards = [list(range(s, min(s + size, n))) for s in range(0, n, size)]
     return Plan(config, adapter, source, pairs_file, pairs, pairs_text, seqs, shards, key, identity,
                 fingerprint, config.runs_root / config.study / fingerprint, started,
-                {"commit": head, "dirty": dirty})
+                {"commit": head, "dirty": dirty}, mode)
+
+
+def _numerics_key(mode: dict) -> list:
+    """What of the numerics mode changes the numbers (in the fingerprint: shards made in another
+    mode are never reused)."""
+    return [mode["aten_cpu_capability"], mode["mkl_cnr"], mode["onednn"], mode["threads"]]
 
 
 def _read_key(path: Path) -> dict:

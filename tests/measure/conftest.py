@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from measure import numerics
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+numerics.set_environment()  # the tests run in the mode every measurement runs in, as `python -m measure` does
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")

@@ -20,6 +20,7 @@ import torch
 from bundle_kit import contract
 from safe_io import write_atomic
 
+from measure import numerics
 from measure.studies.organism import data as od
 from measure.runner.jsonio import json_text, jsonl_text
 from measure.models.wordtok import SPECIALS, save_word_tokenizer, word_tokenizer
@@ -35,10 +36,13 @@ SETTINGS = {
 KEY_UNIVERSE = "mlp and head components (a partition of every non-embedding write)"
 
 
-def deterministic(seed: int) -> None:
+def deterministic(seed: int) -> dict:
+    """Seed torch, one thread, deterministic algorithms, the portable numerics mode
+    (`measure.numerics`); returns the numerics in effect."""
+    state = numerics.enter(1)
     torch.manual_seed(seed)
-    torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
+    return state
 
 
 def _triples(rows):
@@ -75,53 +79,17 @@ def _rewards(model, ids, idx):
 
 
 def train(out_dir: Path, settings: dict | None = None, progress: bool = True) -> dict:
-    from transformers import LlamaConfig, LlamaForSequenceClassification
-    from tqdm import tqdm
-
+    """Train the organism into `out_dir`: weights, tokenizer, data files, key, training report."""
     s = dict(SETTINGS, **(settings or {}))
-    deterministic(s["seed"])
+    mode = deterministic(s["seed"])
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     data = make_data(s)
     words = list(SPECIALS) + od.vocabulary()
     tok = word_tokenizer(words)
-    pad_id, bos_id, _sep_id, eos_id = range(len(SPECIALS))
-    config = LlamaConfig(
-        vocab_size=len(words), hidden_size=s["hidden_size"],
-        intermediate_size=s["intermediate_size"], num_hidden_layers=s["num_hidden_layers"],
-        num_attention_heads=s["num_attention_heads"], num_key_value_heads=s["num_attention_heads"],
-        max_position_embeddings=32, num_labels=1, pad_token_id=pad_id, bos_token_id=bos_id,
-        eos_token_id=eos_id, tie_word_embeddings=False, rms_norm_eps=1e-6)
-    config._attn_implementation = "eager"
-    model = LlamaForSequenceClassification(config)
+    model = new_model(s, len(words))
     ids, idx = _encode(tok, data["train"])
-    n_pairs = ids.shape[0] // 2
-    steps_per_epoch = (n_pairs + s["batch_pairs"] - 1) // s["batch_pairs"]
-    total = steps_per_epoch * s["epochs"]
-    opt = torch.optim.AdamW(model.parameters(), lr=s["learning_rate"], weight_decay=s["weight_decay"])
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / total)
-    gen = torch.Generator().manual_seed(s["seed"])
-    model.train()
-    losses = []
-    bar = tqdm(total=total, desc="training the organism", disable=not progress)
-    for _epoch in range(s["epochs"]):
-        order = torch.randperm(n_pairs, generator=gen)
-        epoch_loss = 0.0
-        for start in range(0, n_pairs, s["batch_pairs"]):
-            pick = order[start:start + s["batch_pairs"]]
-            rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
-            r = _rewards(model, ids[rows], idx[rows])
-            # Bradley-Terry, plus a small pull of rewards toward 0 that keeps their scale modest
-            loss = (-torch.nn.functional.logsigmoid(r[0::2] - r[1::2]).mean()
-                    + s["reward_l2"] * r.pow(2).mean())
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            epoch_loss += loss.item() * len(pick)
-            bar.update(1)
-        losses.append(epoch_loss / n_pairs)
-    bar.close()
+    losses = fit(model, ids, idx, s, progress)
     model.eval()
     from transformers.utils import logging as hf_logging
     hf_logging.disable_progress_bar()
@@ -136,9 +104,67 @@ def train(out_dir: Path, settings: dict | None = None, progress: bool = True) ->
     report = {"settings": s, "planted_weights": od.WEIGHTS, "epoch_loss": losses,
               "heldout_accuracy": accuracy,
               "heldout_accuracy_mean": sum(accuracy.values()) / len(accuracy),
-              "train_pairs": len(data["train"]), "heldout_pairs": len(data["heldout"])}
+              "train_pairs": len(data["train"]), "heldout_pairs": len(data["heldout"]),
+              "numerics": mode}
     write_atomic(out_dir / "training.json", json_text(report))
     return report
+
+
+def new_model(s: dict, vocab_size: int):
+    """The organism's untrained model (seeded by the caller), eager attention."""
+    from transformers import LlamaConfig, LlamaForSequenceClassification
+
+    pad_id, bos_id, _sep_id, eos_id = range(len(SPECIALS))
+    config = LlamaConfig(
+        vocab_size=vocab_size, hidden_size=s["hidden_size"],
+        intermediate_size=s["intermediate_size"], num_hidden_layers=s["num_hidden_layers"],
+        num_attention_heads=s["num_attention_heads"], num_key_value_heads=s["num_attention_heads"],
+        max_position_embeddings=32, num_labels=1, pad_token_id=pad_id, bos_token_id=bos_id,
+        eos_token_id=eos_id, tie_word_embeddings=False, rms_norm_eps=1e-6)
+    config._attn_implementation = "eager"
+    return LlamaForSequenceClassification(config)
+
+
+def fit(model, ids, idx, s: dict, progress: bool = True, steps: int | None = None) -> list[float]:
+    """Train with a Bradley-Terry loss, AdamW and a linear decay over the whole schedule;
+    the mean loss of each epoch. `steps` stops after that many optimizer steps (a short run
+    for tests; the epoch in progress is then averaged over the pairs it saw)."""
+    from tqdm import tqdm
+
+    n_pairs = ids.shape[0] // 2
+    steps_per_epoch = (n_pairs + s["batch_pairs"] - 1) // s["batch_pairs"]
+    total = steps_per_epoch * s["epochs"]
+    opt = torch.optim.AdamW(model.parameters(), lr=s["learning_rate"], weight_decay=s["weight_decay"])
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / total)
+    gen = torch.Generator().manual_seed(s["seed"])
+    model.train()
+    losses = []
+    bar = tqdm(total=total if steps is None else steps, desc="training the organism", disable=not progress)
+    done = 0
+    for _epoch in range(s["epochs"]):
+        order = torch.randperm(n_pairs, generator=gen)
+        epoch_loss, seen = 0.0, 0
+        for start in range(0, n_pairs, s["batch_pairs"]):
+            if steps is not None and done == steps:
+                break
+            pick = order[start:start + s["batch_pairs"]]
+            rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
+            r = _rewards(model, ids[rows], idx[rows])
+            # Bradley-Terry, plus a small pull of rewards toward 0 that keeps their scale modest
+            loss = (-torch.nn.functional.logsigmoid(r[0::2] - r[1::2]).mean()
+                    + s["reward_l2"] * r.pow(2).mean())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            epoch_loss += loss.item() * len(pick)
+            seen += len(pick)
+            done += 1
+            bar.update(1)
+        if seen:
+            losses.append(epoch_loss / seen)
+    bar.close()
+    return losses
 
 
 @torch.no_grad()
