@@ -7,11 +7,15 @@
  *   unpack {zip, name, run}      unpack `zip` (an ArrayBuffer) as /home/pyodide/check-RUN/NAME/:
  *                                {files, folder}
  *   run {folder, args}           run that folder's reproduce.py with `args`: {status, stdout, stderr}
+ *   record {folder, status, output}  the reproduction record of that run, as reproduce.py --record
+ *                                writes one, marked "# browser run, unsigned" (record.render's note)
  *   sha256 {zip}                 hashlib's sha256, for a page without Web Crypto (not https)
  */
 
 const HARNESS = `
 import glob, os, runpy, shutil, sys, traceback, zipfile
+
+BROWSER_NOTE = "browser run, unsigned"   # record.render's note line (docs/honesty.md)
 
 def forget_runs():
     """Remove the folders of earlier runs on this page: only the latest one is kept in memory."""
@@ -49,10 +53,31 @@ def run(folder, args):
         sys.stderr.flush()
         sys.path[:], sys.argv = saved[0], saved[1]
         os.chdir(saved[2])
-        for name, module in list(sys.modules.items()):
-            if (getattr(module, "__file__", None) or "").startswith(folder + os.sep):
-                del sys.modules[name]
+        forget_modules(folder)
     return status
+
+def record(folder, status, output):
+    """The reproduction record of the run just made: the zip's own record.py writes it, naming the
+    study as reproduce.py --record does (golden.json's study, else the folder's name), with the
+    note a browser's record carries. \`output\` is what the run printed, \`status\` its exit status."""
+    saved = list(sys.path)
+    sys.path.insert(0, folder)
+    try:
+        import reproduce   # the zip's own; it imports its record.py from beside itself
+        try:
+            study = reproduce.Golden(folder).data.get("study") or os.path.basename(folder)
+        except reproduce.FixtureError:
+            study = os.path.basename(folder)
+        kit = reproduce.record
+        return kit.render(str(study), kit.folder_files(folder), status, output, note=BROWSER_NOTE)
+    finally:
+        sys.path[:] = saved
+        forget_modules(folder)
+
+def forget_modules(folder):
+    for name, module in list(sys.modules.items()):
+        if (getattr(module, "__file__", None) or "").startswith(folder + os.sep):
+            del sys.modules[name]
 `;
 
 let pyodide = null, harness = null;
@@ -124,7 +149,7 @@ const ops = {
         const setter = stream === "stdout" ? "setStdout" : "setStderr";
         loaded[setter]({ write: (buf) => { out[stream] += decode[stream].decode(buf, { stream: true }); return buf.length; } });
       }
-      harness = loaded.runPython(HARNESS + "\nimport types; types.SimpleNamespace(unpack=unpack, run=run, forget_runs=forget_runs)");
+      harness = loaded.runPython(HARNESS + "\nimport types; types.SimpleNamespace(unpack=unpack, run=run, record=record, forget_runs=forget_runs)");
       pyodide = loaded;
       return { version: loaded.version, ...cost(base) };
     } finally {
@@ -146,6 +171,10 @@ const ops = {
     out.stdout = ""; out.stderr = "";
     const status = harness.run(folder, pyodide.toPy(args || []));
     return { status, stdout: out.stdout, stderr: out.stderr };
+  },
+
+  record({ folder, status, output }) {
+    return harness.record(folder, status, output);
   },
 
   sha256({ zip }) {

@@ -10,13 +10,15 @@
  *   3. unpacks the zip into Pyodide's in-memory file system and runs the zip's reproduce.py there
  *      as `python -I reproduce.py` runs it from the unpacked folder: the very files shipped;
  *   4. shows what it printed beside the page's Expected output, line by line, differences marked,
- *      with the time each step took.
+ *      with the time each step took. After a run that reached its verdict (exit status 0 or 1)
+ *      the reader may copy its reproduction record, in the format of `reproduce.py --record`,
+ *      written by the zip's own record.py and marked "browser run, unsigned".
  * No request goes to another host: the lock file published beside the runtime lists no package,
  * and the package base is this site's own folder.
  *
  * Hooks for tests, on the .bundle-check element: data-check-state ("running", "done", or
  * "error: ..."), data-check-hash ("match" | "mismatch"), data-check-output ("match" | "differs"),
- * data-check-exit (reproduce.py's exit status).
+ * data-check-exit (reproduce.py's exit status), data-check-record ("ready").
  */
 
 let worker = null;       // one worker, so one Python, per page
@@ -105,33 +107,72 @@ function lines(text) {
   return all;
 }
 
-/* The run's output beside the Expected output, line by line; a row that differs says so in text
- * (for screen readers and print), not by colour alone. */
+/* The run's output against the Expected output, line by line. An equal line is one row ("both");
+ * a line that differs gets two rows, the page's and this run's, each saying so in text (for screen
+ * readers and print), not by colour alone. One text column keeps the table one output wide. */
 function comparison(expected, actual, idBase) {
   const want = lines(expected), got = lines(actual);
   const total = Math.max(want.length, got.length);
   const body = el("tbody");
+  const text = (list, i) => el("td", {}, el("code", { text: i < list.length ? list[i] : "(no line)" }));
   let differing = 0;
   for (let i = 0; i < total; i++) {
-    const same = want[i] === got[i];
-    if (!same) differing++;
-    body.append(el("tr", same ? {} : { "class": "check-differs" },
-      el("th", { scope: "row", "class": "num", text: String(i + 1) }),
-      el("td", { "class": "check-mark", text: same ? "" : "differs" }),
-      el("td", {}, el("code", { text: i < want.length ? want[i] : "(no line)" })),
-      el("td", {}, el("code", { text: i < got.length ? got[i] : "(no line)" }))));
+    if (want[i] === got[i]) {
+      body.append(el("tr", {}, el("th", { scope: "row", "class": "num", text: String(i + 1) }),
+                     el("td", { "class": "check-same", text: "both" }), text(want, i)));
+      continue;
+    }
+    differing++;
+    body.append(
+      el("tr", { "class": "check-differs" }, el("th", { scope: "rowgroup", rowspan: "2", "class": "num", text: String(i + 1) }),
+         el("td", { "class": "check-mark", text: "page (differs)" }), text(want, i)),
+      el("tr", { "class": "check-differs" }, el("td", { "class": "check-mark", text: "this run (differs)" }), text(got, i)));
   }
   const caption = el("caption", { id: idBase + "-diff", text: differing
     ? `${differing} of ${total} lines differ from the Expected output`
     : `All ${want.length} lines equal the Expected output` });
   const head = el("thead", {}, el("tr", {},
     el("th", { scope: "col", text: "line" }),
-    el("th", { scope: "col", text: "same?" }),
-    el("th", { scope: "col", text: "Expected output (this page)" }),
-    el("th", { scope: "col", text: "This browser's run" })));
+    el("th", { scope: "col", text: "printed by" }),
+    el("th", { scope: "col", text: "text" })));
   const table = el("table", { "class": "data check-diff" }, caption, head, body);
   const wrap = el("div", { "class": "table-wrap", tabindex: "0", role: "region", "aria-labelledby": caption.id }, table);
   return { node: wrap, differing, total };
+}
+
+function recordOffer(box, ran, folder, idBase) {
+  const wrap = el("div", { "class": "check-record" });
+  const note = el("p", { "class": "check-note", id: idBase + "-record-note",
+    text: "The record reproduce.py --record writes, made by this zip's own record.py from the run above, " +
+          "its first line \u201cbrowser run, unsigned\u201d. The site lists an unsigned record as unverified " +
+          "and never counts it; to submit one, sign it with your SSH key as docs/honesty.md says." });
+  const button = el("button", { type: "button", "class": "check-record-copy", "aria-describedby": note.id,
+                                text: "Copy a reproduction record" });
+  const said = el("p", { "class": "check-record-status", role: "status" });
+  wrap.append(button, note, said);
+  button.addEventListener("click", async () => {
+    if (button.getAttribute("aria-disabled") === "true") return;
+    button.setAttribute("aria-disabled", "true");
+    try {
+      const text = await call("record", { folder, status: ran.status, output: ran.stdout });
+      let shown = wrap.querySelector("textarea");
+      if (!shown) {
+        shown = el("textarea", { "class": "check-record-text", readonly: "", rows: "12", "aria-label": "Reproduction record" });
+        wrap.append(shown);
+      }
+      shown.value = text;
+      let copied = true;
+      try { await navigator.clipboard.writeText(text); } catch (e) { copied = false; }
+      said.textContent = copied ? "Record copied to the clipboard; it is also shown below."
+                                : "The clipboard is not available here; the record is shown below to copy.";
+      box.setAttribute("data-check-record", "ready");
+    } catch (err) {
+      said.textContent = "The record could not be written: " + ((err && err.message) || err);
+    } finally {
+      button.removeAttribute("aria-disabled");
+    }
+  });
+  return wrap;
 }
 
 const EXIT_MEANS = { 0: "every value within tolerance", 1: "a value disagrees with golden.json",
@@ -211,10 +252,13 @@ async function check(box, list) {
   results.append(el("p", { "class": "check-summary" }, el("strong", { text: verdict }),
                     ` (${seconds(performance.now() - clock)} from the click.)`),
                  compared.node);
+  results.append(el("details", { "class": "check-printed" }, el("summary", { text: "What this browser's run printed" }),
+                    el("pre", { tabindex: "0" }, el("samp", { text: ran.stdout }))));
   if (ran.stderr) {
     results.append(el("p", { text: "It also wrote to standard error:" }),
                    el("pre", { "class": "check-stderr", tabindex: "0" }, el("samp", { text: ran.stderr })));
   }
+  if (ran.status === 0 || ran.status === 1) results.append(recordOffer(box, ran, unpacked.folder, idBase));
   status.textContent = "Check finished. " + verdict;
 }
 
@@ -227,7 +271,7 @@ export function run(box) {
   const button = box.querySelector(".check-run");
   const results = box.querySelector(".check-results");
   box.setAttribute("data-check-state", "running");
-  for (const key of ["data-check-hash", "data-check-output", "data-check-exit"]) box.removeAttribute(key);
+  for (const key of ["data-check-hash", "data-check-output", "data-check-exit", "data-check-record"]) box.removeAttribute(key);
   button.setAttribute("aria-disabled", "true");
   results.textContent = "";
   const list = el("ol", { "class": "check-steps", "aria-label": "Steps of the check" });

@@ -3,7 +3,8 @@
 The check runs each committed study's own reproduce.py in Pyodide and must match the page; a zip
 the test server alters must show both the hash mismatch and the differing output; nothing of the
 check is fetched before the click, and no request leaves the local server; the button and the
-results work from the keyboard and carry the roles a screen reader needs.
+results work from the keyboard and carry the roles a screen reader needs; the reproduction record
+a run offers is one the build reads as a browser run, unverified and never counted.
 
 All tests share one browser profile on disk, as one reader's browser would: the runtime is
 fetched over the network by the first test and comes from the browser's cache after that (the
@@ -13,11 +14,13 @@ The time from click to result is measured by benchmarks/benchmark_browser_check.
 from __future__ import annotations
 
 import functools
+import hashlib
 import http.server
 import io
 import json
 import re
 import threading
+import types
 import zipfile
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -220,8 +223,12 @@ def test_an_altered_zip_shows_the_hash_mismatch_and_the_differing_output(reader,
         mismatch = box.get_by_text("does NOT match the sha256 printed on this page")
         assert mismatch.is_visible()
         differing = box.locator("tr.check-differs")
-        assert differing.count() >= 1 and differing.first.is_visible()
-        assert differing.first.locator(".check-mark").inner_text() == "differs"
+        assert differing.count() >= 2 and differing.first.is_visible()
+        assert differing.nth(0).locator(".check-mark").inner_text() == "page (differs)"
+        assert differing.nth(1).locator(".check-mark").inner_text() == "this run (differs)"
+        page_line, run_line = (differing.nth(n).locator("code").inner_text() for n in (0, 1))
+        assert page_line != run_line
+        assert "disagrees by" in box.locator("details.check-printed samp").text_content()   # the run's own words
         assert "differ from the Expected output" in box.locator("table.check-diff caption").inner_text()
 
         # the site serves the real zip again: a second run on the same page matches, and does not
@@ -238,15 +245,16 @@ def test_an_altered_zip_shows_the_hash_mismatch_and_the_differing_output(reader,
         page.close()
 
 
-def test_keyboard_and_screen_reader_use(reader, kit, smallest):
+def test_keyboard_and_screen_reader_use_and_the_record(reader, kit, smallest, site_dir, tmp_path):
     bundle, url = smallest
     page, errors = reader.open(url)
     try:
+        expected = page.locator(".bundle-output samp").text_content()
         assert page.get_by_role("button", name="Run the check here").count() == 1
         button = page.locator(".bundle-check button.check-run")
         description = page.locator("#" + button.get_attribute("aria-describedby"))
         assert "reproduce.py" in description.inner_text()
-        status = page.locator(".bundle-check [role=status]")
+        status = page.locator(".bundle-check .check-status[role=status]")
         assert status.count() == 1, "the live region must exist before anything is announced in it"
         # Tab from the command above reaches the button; Enter starts the check
         page.locator(".bundle-command").focus()
@@ -268,6 +276,17 @@ def test_keyboard_and_screen_reader_use(reader, kit, smallest):
         assert focused[0] == "region" and focused[1], focused
         assert page.get_by_role("region", name=re.compile("lines equal the Expected output")).is_visible()
         assert page.get_by_role("table").filter(has=page.locator("caption", has_text="Expected output")).count() == 1
+        # then the run's whole output (folded), then the record's button; Enter writes the record,
+        # shown (and copied where the browser allows)
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == "What this browser's run printed"
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == "Copy a reproduction record"
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.querySelector('.bundle-check').getAttribute('data-check-record') === 'ready'",
+                               timeout=RESULT_TIMEOUT_MS)
+        assert page.locator(".check-record [role=status]").inner_text().startswith(("Record copied", "The clipboard"))
+        record_text = page.get_by_role("textbox", name="Reproduction record").input_value()
         if not kit.AXE.is_file():
             kit.missing_tool(f"axe-core at {kit.AXE} (run `npm ci`)")
         page.add_script_tag(path=str(kit.AXE))
@@ -275,6 +294,36 @@ def test_keyboard_and_screen_reader_use(reader, kit, smallest):
             {resultTypes: ['violations']})).violations.filter(v => ['serious', 'critical'].includes(v.impact))
             .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', '))""")
         assert violations == [], violations
+        # after a run, the results fit a phone's width (wide lines scroll inside their own box)
+        page.set_viewport_size(kit.PHONE)
+        assert page.evaluate("document.documentElement.scrollWidth") <= kit.PHONE["width"] + 1
         assert not errors, errors
     finally:
         page.close()
+    check_browser_record(record_text, bundle, expected, site_dir, tmp_path)
+
+
+def check_browser_record(text: str, bundle: str, expected: str, site_dir: Path, tmp_path: Path) -> None:
+    """The browser's record, read as the build reads records: well formed, its checksum intact,
+    marked as a browser run, and listed as unverified (unsigned), never counted."""
+    from bundle_kit import record as kit_record
+    from site_src.honesty import reproductions
+    from site_src.honesty.yamlfile import load_record
+
+    assert text.startswith("# browser run, unsigned\n# A reproduction record, written by `python reproduce.py --record`.")
+    above, written, _line = kit_record.split_checksum(text)
+    assert written == kit_record.checksum(above)
+    path = tmp_path / "reproductions" / bundle / "browser.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(text, encoding="utf-8")
+    doc = load_record(path, f"reproductions/{bundle}/browser.yaml")
+    reproductions.validate(doc, bundle)
+    assert doc.data["exit_status"] == 0 and doc.data["output"] == expected
+    assert doc.data["platform"].startswith("Emscripten"), doc.data["platform"]   # CPython in WebAssembly
+    with zipfile.ZipFile(site_dir / "bundles" / f"{bundle}.zip") as archive:
+        files = [types.SimpleNamespace(name=i.filename, sha256=hashlib.sha256(archive.read(i)).hexdigest())
+                 for i in archive.infolist()]
+    served = types.SimpleNamespace(files=files, expected_output=expected)
+    listed = reproductions.classify(doc, served, machines=set())
+    assert listed.status == reproductions.UNVERIFIED and listed.claims == reproductions.REPRODUCED, listed.status
+    assert not listed.independent
