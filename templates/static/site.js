@@ -169,8 +169,10 @@
     document.addEventListener("keydown", function (e) { if (e.key === "Escape") hide(); });
   }
 
-  function setupCheck() {  // shown where WebAssembly runs; check.js is imported on the first click only
-    if (!window.WebAssembly) return;
+  // "Run the check here": shown where WebAssembly runs and the page is served (a file: page cannot
+  // fetch the zip); check.js is imported on the first click only.
+  function setupCheck() {
+    if (!window.WebAssembly || location.protocol === "file:") return;
     document.querySelectorAll(".bundle-check[data-check-script]").forEach(function (box) {
       box.querySelector(".check-run").addEventListener("click", function () {
         import(new URL(box.getAttribute("data-check-script"), location.href).href).then(function (m) { m.run(box); },

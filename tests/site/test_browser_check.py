@@ -164,6 +164,20 @@ def test_nothing_of_the_check_is_fetched_before_the_click(reader, smallest):
         page.close()
 
 
+def test_a_page_opened_as_a_file_shows_no_button(browser, site_dir, smallest):
+    """A study page opened from the folder (file:) cannot fetch its zip: no button is offered."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto((site_dir / smallest[1] / "index.html").as_uri(), wait_until="load")
+        page.wait_for_function("() => document.querySelector('.theme-toggle') === null || "
+                               "!document.querySelector('.theme-toggle').hidden")   # site.js ran
+        assert page.locator(".bundle-check").count() == 1
+        assert not page.locator(".bundle-check").is_visible()
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("bundle,url", STUDIES, ids=[name for name, _ in STUDIES])
 def test_the_check_of_each_study_completes_and_matches(reader, site_dir, bundle, url):
     reader.requests.clear()
