@@ -14,6 +14,18 @@ the conformal quantile at level `q` of their held-out scores, so a new clean eff
 with those is flagged with probability at most `1 - q`. The reported score is the distance
 divided by that threshold: above 1 is flagged.
 
+**Pooled reads** (an encoder whose head reads the mean over positions) are scored at three read
+points of every response, each against the clean values at the same point (`Reads`): the pooled
+value itself, the first token ([CLS]) and the last real token ([SEP]). The pooled value alone
+cannot see a mean patch: the mean over positions of a block's mean output *is* the data mean, so
+its distance is zero by construction, however far that vector is from what the block writes at
+the special tokens. An effect's statistic is the largest, over the read points and the two
+responses, of each distance divided by its read point's own calibrated threshold; that statistic
+is calibrated again on the clean effects (`calibrate_reads`), so the flag keeps its level. Only
+those two tokens are scored besides the pooled value: a mean patch writes the data mean at the
+interior tokens too, which sits at the centre of their clean values, so scoring them adds memory
+(every position of every clean response) and no power against mean patches.
+
 Shapes: N read activations, E effects, p features, r = min(n_fit, p).
 """
 from __future__ import annotations
@@ -26,7 +38,7 @@ import torch
 FOLDS = 5
 QUANTILE = 0.99
 THRESHOLD = 1.0  # on the reported score (distance / calibrated threshold): above it is flagged
-VERSION = "mahalanobis-ledoit-wolf-crossfit-1"  # part of a run's fingerprint: changed scores never resume
+VERSION = "mahalanobis-ledoit-wolf-crossfit-2"  # in a run's fingerprint (changed scores never resume); 2: pooled reads at three points
 
 
 @dataclass(frozen=True)
@@ -158,32 +170,90 @@ def flagged(scores: torch.Tensor) -> torch.Tensor:
     return scores > THRESHOLD
 
 
+# ----- several read points (a pooled read) ------------------------------------------------------
+POOLED_POINTS = ("pooled", "first", "last")
+
+
+@dataclass(frozen=True)
+class Reads:
+    """One component's references at several read points: `refs[k]` is point `points[k]`'s
+    Reference (its threshold scales that point's distances), `threshold` the calibrated bar on
+    the largest scaled distance of a clean effect."""
+    points: tuple[str, ...]
+    refs: tuple[Reference, ...]
+    threshold: float
+    quantile: float
+    n_calibration: int
+
+
+def _scaled(refs: tuple[Reference, ...], values: tuple[torch.Tensor, ...], owner: torch.Tensor,
+            effect_fold: torch.Tensor) -> torch.Tensor:
+    """(E,) the largest held-out distance over every read point, each over its point's threshold."""
+    n_effects = effect_fold.shape[0]
+    per_point = [effect_max(fold_distances(ref.fits, v, owner, effect_fold), owner, n_effects) / ref.threshold
+                 for ref, v in zip(refs, values)]
+    return torch.stack(per_point).amax(0)
+
+
+def calibrate_reads(clean: dict[str, torch.Tensor], owner: torch.Tensor, effect_fold: torch.Tensor,
+                    folds: int = FOLDS, q: float = QUANTILE) -> Reads:
+    """References at each read point of `clean` ({point: (N, p)}, rows owned alike), and the
+    conformal quantile of the clean effects' largest scaled distance."""
+    points = tuple(clean)
+    refs = tuple(calibrate(clean[k], owner, effect_fold, folds, q) for k in points)
+    held_out = _scaled(refs, tuple(clean[k].double() for k in points), owner, effect_fold)
+    return Reads(points, refs, conformal_quantile(held_out, q), q, int(effect_fold.shape[0]))
+
+
+def score_reads(reads: Reads, patched: dict[str, torch.Tensor], owner: torch.Tensor,
+                effect_fold: torch.Tensor) -> torch.Tensor:
+    """(E,) each effect's score at several read points, over the calibrated bar: above 1 is flagged."""
+    return _scaled(reads.refs, tuple(patched[k] for k in reads.points), owner, effect_fold) / reads.threshold
+
+
 # ----- the study's summary ------------------------------------------------------------------
-def golden_block(patch_rows: list[dict], head_rows: list[dict], modes=("mean", "zero", "swap")) -> dict:
+STATISTIC = {
+    "token": "Mahalanobis distance at the scoring token, Ledoit-Wolf covariance per component, "
+             "cross-fitted over seed folds; offdist_z = the larger of the two responses' "
+             "distances / the component's calibrated threshold",
+    "pooled": "Mahalanobis distance, Ledoit-Wolf covariance per component and read point, cross-fitted over "
+              "seed folds, at three read points of each response: the pooled value, the first token and the "
+              "last real token; offdist_z = the largest over points and responses of the distance over its "
+              "point's calibrated threshold, divided by the threshold calibrated on that statistic",
+}
+
+
+def golden_block(patch_rows: list[dict], head_rows: list[dict], modes=("mean", "zero", "swap"),
+                 read: str = "token") -> dict:
     """golden.json's `offdist` block, counted from the rows as written: per mode, how many
-    effects were scored and how many flagged (attn/mlp rows, then head rows)."""
+    effects were scored and how many flagged (attn/mlp rows, then head rows); `read` is the
+    model's read (`token` or `pooled`), which decides what was scored."""
     def count(rows, flag):
         return {m: sum(1 for r in rows if r["mode"] == m and r.get("offdist_flag") is flag) for m in modes}
 
     def scored(rows):
         return {m: sum(1 for r in rows if r["mode"] == m and r.get("offdist_z") is not None) for m in modes}
 
-    return {"statistic": "Mahalanobis distance at the scoring token, Ledoit-Wolf covariance per component, "
-                         "cross-fitted over seed folds; offdist_z = the larger of the two responses' "
-                         "distances / the component's calibrated threshold",
+    return {"statistic": STATISTIC[read],
             "quantile": QUANTILE, "folds": FOLDS, "threshold": THRESHOLD,
             "scored": scored(patch_rows), "flagged": count(patch_rows, True),
             "heads_scored": scored(head_rows), "heads_flagged": count(head_rows, True)}
 
 
 # ----- storage (plain tensors, so torch.load(weights_only=True) can read it back) -----------
-def to_state(ref: Reference) -> dict:
+def to_state(ref: Reference | Reads) -> dict:
+    if isinstance(ref, Reads):
+        return {"points": list(ref.points), "refs": [to_state(r) for r in ref.refs], "threshold": ref.threshold,
+                "quantile": ref.quantile, "n_calibration": ref.n_calibration}
     return {"threshold": ref.threshold, "quantile": ref.quantile, "n_calibration": ref.n_calibration,
             "fits": [{"mean": f.mean, "basis": f.basis, "inv_var": f.inv_var,
                       "inv_rest": f.inv_rest, "shrinkage": f.shrinkage} for f in ref.fits]}
 
 
-def from_state(state: dict) -> Reference:
+def from_state(state: dict) -> Reference | Reads:
+    if "points" in state:
+        return Reads(tuple(state["points"]), tuple(from_state(r) for r in state["refs"]), float(state["threshold"]),
+                     float(state["quantile"]), int(state["n_calibration"]))
     fits = tuple(Fit(f["mean"], f["basis"], f["inv_var"], float(f["inv_rest"]), float(f["shrinkage"]))
                  for f in state["fits"])
     return Reference(fits, float(state["threshold"]), float(state["quantile"]), int(state["n_calibration"]))

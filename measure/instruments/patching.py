@@ -23,21 +23,27 @@ class ActivationStats:
     """Per-feature mean and standard deviation of each component's output over the clean data
     set, every real (non-padding) position, keyed by component: `attn_L{i}`, `mlp_L{i}` (d,),
     `head_L{i}_H{j}` (k,), a head's slice of its layer's o_proj input.
-    `offdist`: each patched component's clean reference at the scoring token (measure/instruments/offdist.py),
-    `folds`: {seed_id: fold} of its cross-fit; both None when there are too few seeds."""
+    `offdist`: each patched component's clean reference where the head reads it, the scoring token
+    (an `offdist.Reference`) or a pooled read's three read points (`offdist.Reads`)
+    (measure/instruments/offdist.py); `folds`: {seed_id: fold} of its cross-fit; both None when
+    there are too few seeds."""
     mean: dict[str, torch.Tensor]
     std: dict[str, torch.Tensor]
-    offdist: dict[str, offdist.Reference] | None = None
+    offdist: dict[str, offdist.Reference | offdist.Reads] | None = None
     folds: dict[str, int] | None = None
 
 
 class StatsAccumulator:
-    def __init__(self):
+    """Adds up clean runs batch by batch; `finish` turns them into `ActivationStats`. With
+    `heads=False` the heads are left out (a study that patches no head saves their references)."""
+
+    def __init__(self, heads: bool = True):
+        self.heads = heads
         self.sums: dict[str, torch.Tensor] = {}
         self.squares: dict[str, torch.Tensor] = {}
         self.count = 0
         self.head_dim = 0
-        self.read: dict[str, list[torch.Tensor]] = {}  # name -> [(B, n)] at the scoring token
+        self.read: dict[str, list[dict]] = {}  # name -> [{read point: (B, n)}], one dict a batch
 
     def add(self, adapter: Adapter, batch: Batch, run: ActivationCache) -> None:
         width = batch.ids.shape[1]
@@ -46,12 +52,13 @@ class StatsAccumulator:
         self.count += int(real.sum())
         self.head_dim = adapter.head_dim
         for i in range(adapter.n_layers):
-            for name, tensor in ((f"attn_L{i}", run.attn[i]), (f"mlp_L{i}", run.mlp[i]),
-                                 (f"heads_L{i}", run.heads[i])):
+            parts = ((f"attn_L{i}", run.attn[i]), (f"mlp_L{i}", run.mlp[i]), (f"heads_L{i}", run.heads[i]))
+            for name, tensor in parts[:3 if self.heads else 2]:
                 values = tensor[real].double()
                 self.sums[name] = self.sums.get(name, 0) + values.sum(0)
                 self.squares[name] = self.squares.get(name, 0) + values.pow(2).sum(0)
-                self.read.setdefault(name, []).append(read_values(batch, tensor)[0].float().cpu())
+                self.read.setdefault(name, []).append(
+                    {k: v.float().cpu() for k, v in read_points(batch, tensor).items()})
 
     def finish(self, seeds: list[str] | None = None) -> ActivationStats:
         """The statistics, a layer's heads (accumulated side by side) split into one per head.
@@ -62,15 +69,21 @@ class StatsAccumulator:
         std = {k: (self.squares[k] / self.count - mean[k].pow(2)).clamp_min(0).sqrt()
                for k in self.sums}
         mean, std = _per_head(mean, head_dim), _per_head(std, head_dim)
-        read = _per_head({k: torch.cat(v) for k, v in self.read.items()}, head_dim)
+        points = list(next(iter(self.read.values()))[0]) if self.read else []
+        by_point = {k: _per_head({name: torch.cat([b[k] for b in batches]) for name, batches in self.read.items()},
+                                 head_dim) for k in points}
+        read = {name: {k: by_point[k][name] for k in points} for name in (by_point[points[0]] if points else {})}
         if (not seeds or len(set(seeds)) < 2
-                or not all(bool(torch.isfinite(t).all()) for t in read.values())):
+                or not all(bool(torch.isfinite(t).all()) for v in read.values() for t in v.values())):
             return ActivationStats(mean, std)  # non-finite outputs are reported by the clean run's check
         folds = offdist.seed_folds(seeds, min(offdist.FOLDS, len(set(seeds))))
         effect_fold = torch.tensor([folds[s] for s in seeds])
         n_folds = len(set(folds.values()))
-        refs = {name: offdist.calibrate(values, torch.arange(values.shape[0]) // 2, effect_fold, n_folds)
-                for name, values in read.items()}
+        refs = {}
+        for name, values in read.items():
+            owner = torch.arange(next(iter(values.values())).shape[0]) // 2
+            refs[name] = (offdist.calibrate(values["token"], owner, effect_fold, n_folds) if points == ["token"]
+                          else offdist.calibrate_reads(values, owner, effect_fold, n_folds))
         return ActivationStats(mean, std, refs, folds)
 
 
@@ -87,12 +100,15 @@ def _per_head(values: dict[str, torch.Tensor], head_dim: int) -> dict[str, torch
 
 
 # ----- patching -----------------------------------------------------------------------------
-def read_values(batch: Batch, tensor: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """What the head reads of `tensor` (B, T, p), one vector per sequence, and the sequence each
-    came from: the scoring token, or for a pooled read the mean over the real tokens."""
+def read_points(batch: Batch, tensor: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Where the off-distribution score looks at `tensor` (B, T, p), one vector per sequence and
+    point: the scoring token (`token`), or for a pooled read the pooled value and its first and
+    last real tokens (`offdist.POOLED_POINTS`; why: measure/instruments/offdist.py)."""
     if batch.read == "pooled":
-        return pooled_mean(tensor, batch.score_idx), torch.arange(tensor.shape[0], device=tensor.device)
-    return offdist.read_at(tensor, batch.score_idx)
+        rows = torch.arange(tensor.shape[0], device=tensor.device)
+        values = (pooled_mean(tensor, batch.score_idx), tensor[:, 0], tensor[rows, batch.score_idx])
+        return dict(zip(offdist.POOLED_POINTS, values))
+    return {"token": offdist.read_at(tensor, batch.score_idx)[0]}
 
 
 def pooled_mean(tensor: torch.Tensor, score_idx: torch.Tensor) -> torch.Tensor:
@@ -135,15 +151,18 @@ def replacement(batch: Batch, clean: torch.Tensor, mode: str, mean: torch.Tensor
 def _offdist(batch: Batch, patched: torch.Tensor, name: str, stats: ActivationStats | None,
              sl: slice | None, folds: torch.Tensor | None) -> torch.Tensor:
     """(P,) each pair's off-distribution score (measure/instruments/offdist.py): the patched value at the
-    scoring token of both responses against the clean ones there, cross-fitted by the pair's
+    read points of both responses against the clean ones there, cross-fitted by the pair's
     fold (folds (P,)); above 1 is flagged. NaN when there is no reference."""
     if stats is None or stats.offdist is None or folds is None:
         return torch.full((batch.ids.shape[0] // 2,), float("nan"), dtype=torch.float64)
     sl = sl if sl is not None else slice(None)
     ref = stats.offdist[name]
-    where = ref.fits[0].mean.device
-    value, rows = read_values(batch, patched[..., sl])
-    return offdist.score(ref, value.float().to(where), rows.to(where) // 2, folds.to(where)).cpu()
+    where = (ref.refs[0] if isinstance(ref, offdist.Reads) else ref).fits[0].mean.device
+    points = {k: v.float().to(where) for k, v in read_points(batch, patched[..., sl]).items()}
+    owner = torch.arange(batch.ids.shape[0], device=where) // 2
+    if isinstance(ref, offdist.Reads):
+        return offdist.score_reads(ref, points, owner, folds.to(where)).cpu()
+    return offdist.score(ref, points["token"], owner, folds.to(where)).cpu()
 
 
 def _margins(rewards: torch.Tensor) -> torch.Tensor:

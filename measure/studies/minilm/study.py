@@ -121,7 +121,7 @@ def measure(adapter: Adapter, pairs: list[dict], directions: dict, progress: boo
     seqs = _encode(adapter, pairs)
     shards = [list(range(s, min(s + SHARD, len(pairs)))) for s in range(0, len(pairs), SHARD)]
     adapter.set_directions(None)
-    acc = StatsAccumulator()
+    acc = StatsAccumulator(heads=False)  # no head is patched one by one
     for shard in tqdm(shards, desc="clean pass (means)", disable=not progress):
         batch = adapter.batch([t for i in shard for t in seqs[2 * i:2 * i + 2]])
         acc.add(adapter, batch, adapter.clean_run(batch))

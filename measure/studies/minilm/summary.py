@@ -176,7 +176,7 @@ def summarise(out: Path, identity: dict) -> dict:
         "examples": examples(pairs, files["heldout"], test["learned"]["per_dimension"]),
         "example_rule": EXAMPLE_RULE,
         "crystallization": crystallization(files["lens"]),
-        "offdist": offdist.golden_block(patch, []),
+        "offdist": offdist.golden_block(patch, [], modes=HEAD_MODES, read="pooled"),
         "attribution_sum_gap": max(attribution_gap(attr), attribution_gap(files["random_attribution"])),
         "attribution": "every LayerNorm's scale frozen at its clean value; direct path to the mean-pooled read (measure/models/bert.py)",
     }
