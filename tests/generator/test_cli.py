@@ -95,7 +95,8 @@ def test_ref_refuses_an_ignored_file_without_printing_it(site, capsys):
     (site / ".cache").mkdir(exist_ok=True)
     (site / ".cache" / "creds.json").write_text('{\n  "token": "s3cret-7781"\n}\n')
     (site / "notes.json").write_text('{\n  "n": 1\n}\n')                       # untracked, never added
-    for reference in (".cache/creds.json:2", ".cache/creds.json#token", "notes.json:2"):
+    escape = f"../{site.name}/.cache/creds.json:2"                          # out of the repository and back in
+    for reference in (".cache/creds.json:2", ".cache/creds.json#token", "notes.json:2", escape):
         assert run(site, "ref", reference, stage=False) == 1
         out, err = capsys.readouterr()
         assert "s3cret" not in out + err and "published at" not in out + err

@@ -244,14 +244,17 @@ def test_two_pages_with_one_url_are_an_error(site, capsys):
     refused(capsys, site, expect=("error: content/a/index.md: page has the URL /a/ of content/a.md",))
 
 
-@pytest.mark.parametrize("where", ["live", "live/assets", "builds", "builds/new", "public/inner"])
+@pytest.mark.parametrize("where", ["live", "live/assets", "builds", "builds/new", "public/inner", "link/new"])
 def test_the_builds_own_folders_are_refused_as_out(site, capsys, where):
     """Issue 18, case 3: `--out .public.builds/<live build>` reported "build ok" and turned the live
     folder into a link to a link; every later plain build was refused."""
     assert run(site) == 0
     live = _live(site)
+    if where == "link/new":                         # a link of the user's own into the build folders
+        os.symlink(".public.builds", site / "into-builds")
     out = {"live": live, "live/assets": live / "assets", "builds": site / ".public.builds",
-           "builds/new": site / ".public.builds" / "new", "public/inner": site / "public" / "inner"}[where]
+           "builds/new": site / ".public.builds" / "new", "public/inner": site / "public" / "inner",
+           "link/new": site / "into-builds" / "new"}[where]
     err = refused(capsys, site, "--out", str(out), expect=("where this generator keeps its build folders",))
     assert len(err.strip().splitlines()) == 2       # the refusal and the summary
     assert _live(site) == live and (live / ".site-build").is_file() and not os.path.islink(live)

@@ -293,6 +293,7 @@ def test_a_forged_unsigned_record_is_listed_as_unverified_never_counted(recorded
     ("edited after", "unverified: the signature by alice@example.org does not match this record"),
     ("garbage", "unverified: the signature is not an SSH signature (-----BEGIN SSH SIGNATURE-----)"),
     ("truncated", "unverified: the signature is a truncated SSH signature"),
+    ("huge", "unverified: the signature is over 16,384 bytes, which no SSH signature is"),
 ])
 def test_a_signature_that_does_not_verify_leaves_the_record_unverified(recorded, tiny_bundle, keys, forge, problem):
     root, text = recorded
@@ -311,6 +312,8 @@ def test_a_signature_that_does_not_verify_leaves_the_record_unverified(recorded,
         path.write_text(_resign(re.sub(r"(?m)^(  honesty +)\S+", r"\1+0.999999", path.read_text(), count=1)))
     elif forge == "garbage":
         sig.write_text("not a signature\n")
+    elif forge == "huge":
+        sig.write_text("-----BEGIN SSH SIGNATURE-----\n" + "QUFB\n" * 5000 + "-----END SSH SIGNATURE-----\n")
     elif forge == "truncated":
         import base64
         body = base64.b64encode(b"SSHSIG" + (1).to_bytes(4, "big") + (999).to_bytes(4, "big")).decode()
@@ -422,3 +425,15 @@ def test_without_ssh_keygen_a_signed_record_is_one_error_line(recorded, tiny_bun
     assert found == [] and errors.lines() == [
         "reproductions/tiny/: verifying a signed record needs ssh-keygen, which is not installed "
         "(Debian: apt-get install openssh-client)"]
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"alice@example.org \xff\xfe\n", "is not UTF-8 text (byte 18)"),
+    (b"# " + b"x" * 70_000 + b"\n", "is 70,003 bytes; an allowed-signers file may hold 65,536"),
+])
+def test_an_unreadable_allowed_signers_file_is_one_error(recorded, tiny_bundle, keys, data, message):
+    root, _text = recorded
+    (root / "reproductions" / "allowed_signers").write_bytes(data)
+    found, errors = _load(root, tiny_bundle)
+    assert errors.lines() == [f"reproductions/allowed_signers: {message}"]
+    assert found[0].status == rp.UNVERIFIED     # no signer can be trusted: listed, not counted
