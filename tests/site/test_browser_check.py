@@ -223,40 +223,46 @@ def altered_zip(original: bytes) -> bytes:
     return out.getvalue()
 
 
-def test_an_altered_zip_shows_the_hash_mismatch_and_the_differing_output(reader, server, site_dir, smallest):
+@pytest.fixture(scope="module")
+def altered_page(reader, server, site_dir, smallest):
+    """The smallest study's page, its check run once on a zip the server altered; the next test
+    runs it again on the same page, with the real zip (its Python already loaded)."""
     _base, altered = server
     bundle, url = smallest
     zip_path = f"/bundles/{bundle}.zip"
     altered[zip_path] = altered_zip((site_dir / zip_path.lstrip("/")).read_bytes())
     page, _errors = reader.open(url)
     try:
-        box = run_check(page)
-        state = attrs(box)
-        assert (state.get("state"), state.get("hash"), state.get("output"), state.get("exit")) == \
-            ("done", "mismatch", "differs", "1"), state
-        mismatch = box.get_by_text("does NOT match the sha256 printed on this page")
-        assert mismatch.is_visible()
-        differing = box.locator("tr.check-differs")
-        assert differing.count() >= 2 and differing.first.is_visible()
-        assert differing.nth(0).locator(".check-mark").inner_text() == "page (differs)"
-        assert differing.nth(1).locator(".check-mark").inner_text() == "this run (differs)"
-        page_line, run_line = (differing.nth(n).locator("code").inner_text() for n in (0, 1))
-        assert page_line != run_line
-        assert "disagrees by" in box.locator("details.check-printed samp").text_content()   # the run's own words
-        assert "differ from the Expected output" in box.locator("table.check-diff caption").inner_text()
-
-        # the site serves the real zip again: a second run on the same page matches, and does not
-        # fetch the runtime again
-        del altered[zip_path]
-        reader.requests.clear()
-        box = run_check(page)
-        state = attrs(box)
-        assert (state.get("hash"), state.get("output"), state.get("exit")) == ("match", "match", "0"), state
-        assert reader.fetched("/assets/pyodide/") == [], "the runtime was fetched twice on one page"
-        assert "already loaded on this page" in box.inner_text()
+        run_check(page)
     finally:
-        altered.pop(zip_path, None)
-        page.close()
+        del altered[zip_path]
+    yield page
+    page.close()
+
+
+def test_an_altered_zip_shows_the_hash_mismatch_and_the_differing_output(altered_page):
+    box = altered_page.locator(".bundle-check")
+    state = attrs(box)
+    assert (state.get("state"), state.get("hash"), state.get("output"), state.get("exit")) == \
+        ("done", "mismatch", "differs", "1"), state
+    assert box.get_by_text("does NOT match the sha256 printed on this page").is_visible()
+    differing = box.locator("tr.check-differs")
+    assert differing.count() >= 2 and differing.first.is_visible()
+    assert differing.nth(0).locator(".check-mark").inner_text() == "page (differs)"
+    assert differing.nth(1).locator(".check-mark").inner_text() == "this run (differs)"
+    page_line, run_line = (differing.nth(n).locator("code").inner_text() for n in (0, 1))
+    assert page_line != run_line
+    assert "disagrees by" in box.locator("details.check-printed samp").text_content()   # the run's own words
+    assert "differ from the Expected output" in box.locator("table.check-diff caption").inner_text()
+
+
+def test_a_second_run_on_the_page_uses_its_python_and_the_real_zip_matches(altered_page, reader):
+    reader.requests.clear()
+    box = run_check(altered_page)
+    state = attrs(box)
+    assert (state.get("hash"), state.get("output"), state.get("exit")) == ("match", "match", "0"), state
+    assert reader.fetched("/assets/pyodide/") == [], "the runtime was fetched twice on one page"
+    assert "already loaded on this page" in box.inner_text()
 
 
 def test_keyboard_and_screen_reader_use_and_the_record(reader, kit, smallest, site_dir, tmp_path):
