@@ -8,8 +8,8 @@ its button clicked. "cold" is a fresh browser profile: the runtime comes over th
 is the same profile on a new page: the browser's cache holds the runtime (as for a reader opening
 a second study), though the page still starts its own Python. Beside each, the same bundle's
 `python -I reproduce.py` run natively on this machine, and the ratio of the browser's run step to
-it. Bytes are response bodies as served (no compression), from Playwright's request sizes; the
-runtime's share is listed apart. The load average is printed before and after: the machine is
+it. Bytes are the response bodies the server sent after the click (no compression; a file the
+browser revalidated or had in its cache costs none); the runtime's share is listed apart. The load average is printed before and after: the machine is
 shared, and every time here moves with it.
 """
 from __future__ import annotations
@@ -36,7 +36,16 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 DONE = "(box) => { const s = box.getAttribute('data-check-state'); return s && s !== 'running'; }"
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
+class _Counting(http.server.SimpleHTTPRequestHandler):
+    """Serves the site and logs the body bytes of every response it sends (a 304 sends none)."""
+
+    sent: list = []
+
+    def copyfile(self, source, outputfile):
+        data = source.read()
+        outputfile.write(data)
+        self.sent.append((urlsplit(self.path).path, len(data)))
+
     def log_message(self, format, *args):  # noqa: A002
         pass
 
@@ -74,32 +83,35 @@ def native_run(zip_path: Path, repeat: int) -> tuple[float, int, int]:
         return best, peak_kb * 1024, unpacked
 
 
-def one_run(context, url: str) -> dict:
-    """Open the page, click, wait for the result: wall time, steps, and bytes fetched after the click."""
-    sizes: list = []
+def one_run(context, url: str, sent: list) -> dict:
+    """Open the page, click, wait for the result: wall time, steps, and the bytes the server sent
+    after the click (`sent` is the server's log of (path, body bytes))."""
     page = context.new_page()
     page.goto(url, wait_until="load")
     page.wait_for_load_state("networkidle")
+    requests: list = []
 
-    def finished(request):   # registered after the page loaded: what the click fetched
-        sizes.append((request.url, max(request.sizes()["responseBodySize"], 0)))   # -1: from the cache
+    def seen(request):
+        requests.append(request.url)
 
-    context.on("requestfinished", finished)
+    context.on("request", seen)
     box = page.locator(".bundle-check")
+    mark = len(sent)
     start = time.perf_counter()
     box.locator("button.check-run").click()
     page.wait_for_function(DONE, arg=box.element_handle(), timeout=600_000)
     wall = time.perf_counter() - start
-    context.remove_listener("requestfinished", finished)
+    context.remove_listener("request", seen)
+    fetched = list(sent[mark:])
     state = box.get_attribute("data-check-state")
     steps = [t.strip() for t in box.locator(".check-step").all_inner_texts()]
     ok = (state == "done" and box.get_attribute("data-check-hash") == "match"
           and box.get_attribute("data-check-output") == "match")
     page.close()
-    runtime = sum(n for u, n in sizes if "/assets/pyodide/" in u)
-    return {"wall": wall, "ok": ok, "state": state, "steps": steps, "bytes": sum(n for _u, n in sizes),
-            "runtime_bytes": runtime, "requests": len(sizes),
-            "other_hosts": [u for u, _n in sizes if urlsplit(u).hostname != "127.0.0.1"]}
+    return {"wall": wall, "ok": ok, "state": state, "steps": steps, "bytes": sum(n for _p, n in fetched),
+            "runtime_bytes": sum(n for p, n in fetched if p.startswith("/assets/pyodide/")),
+            "other_hosts": [u for u in requests if urlsplit(u).scheme.startswith("http")
+                            and urlsplit(u).hostname != "127.0.0.1"]}
 
 
 def step_seconds(steps: list[str], prefix: str) -> float | None:
@@ -128,7 +140,7 @@ def main(argv=None) -> int:
         if not studies:
             print(f"no page of {site} has a check button (is node_modules/pyodide installed?)", file=sys.stderr)
             return 2
-        handler = functools.partial(_Quiet, directory=str(site))
+        handler = functools.partial(_Counting, directory=str(site))
         httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
         base = f"http://127.0.0.1:{httpd.server_address[1]}/"
@@ -143,7 +155,7 @@ def main(argv=None) -> int:
                                                                         args=ARGS, headless=True)
                         try:
                             for kind in ("cold", "warm"):
-                                run = one_run(context, base + path)
+                                run = one_run(context, base + path, _Counting.sent)
                                 run.update(study=name, kind=kind, native=native, peak=peak, unpacked=unpacked,
                                            zip=(site / "bundles" / f"{name}.zip").stat().st_size)
                                 rows.append(run)
@@ -167,8 +179,7 @@ def main(argv=None) -> int:
     print()
     print("click to result: wall time from the click to the result on the page; ratio: the browser's "
           "reproduce.py step over the native run (best of 3) of the same bundle on this machine; native peak: "
-          "that run's peak memory; bytes fetched: response bodies over the network after the click (0 for a "
-          "file from the browser's cache).")
+          "that run's peak memory; bytes fetched: response bodies the server sent after the click.")
     for name in dict.fromkeys(r["study"] for r in rows):
         r = next(r for r in rows if r["study"] == name and r["kind"] == "cold")
         check = step_seconds(r["steps"], "reproduce.py exited") or 0

@@ -31,11 +31,11 @@ LOCK = "pyodide-lock.json"
 MAX_RUNTIME_BYTES = 64 * 1024 * 1024
 MAX_MANIFEST_BYTES = 1024 * 1024
 # A bundle whose files unpack to more than this is not offered for checking in a browser.
-# benchmarks/benchmark_browser_check.py on the committed studies (7.5 to 18.5 MB unpacked, on 2
-# shared cores under a load average of 13): the browser's reproduce.py took 0.17 to 0.28 s per
-# unpacked MB, 1 to 4 times the native run, after 7 to 17 s to start Python; the native run peaks
-# at up to 8.5 bytes of memory per unpacked byte, which the browser holds in a 32-bit WebAssembly
-# memory (4 GiB at most, less on a phone). At 100 MB: under a minute, under a gigabyte.
+# benchmarks/benchmark_browser_check.py on the committed studies (7.5 to 18.5 MB unpacked; four runs
+# on 2 shared cores under a load average of 8 to 14): the browser's reproduce.py took 0.07 to 0.54 s
+# per unpacked MB, 1 to 4.4 times the native run, after 7 to 25 s to start Python; the native run
+# peaks at up to 8.5 bytes of memory per unpacked byte, which the browser holds in a 32-bit
+# WebAssembly memory (4 GiB at most, less on a phone). At 100 MB: about a minute, under a gigabyte.
 MAX_BROWSER_BUNDLE_BYTES = 100 * 1000 * 1000
 
 
