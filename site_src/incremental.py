@@ -1,6 +1,6 @@
 """Incremental builds: skip a build whose inputs did not change, and re-render only the pages whose
-inputs did. The output stays byte-identical to a clean build (tests/generator/test_incremental.py
-checks it over a sequence of edits).
+inputs did. The output stays byte-identical to a clean build (tests/incremental/test_incremental.py
+checks it over the edits an author makes).
 
 Two layers, both keyed by sha256 digests and kept in ROOT/.cache/incremental/ (a cache: deleting
 it only makes the next build a clean one):
@@ -312,13 +312,16 @@ def _record(root: Path, out: Path, files: dict) -> None:
 # ---------------------------------------------------------------- layer 2: pages
 
 class PageMemo:
-    """Per-page cache inside one build (see the module docstring). `enabled=False` renders every
-    page and stores nothing: a clean build."""
+    """Per-page cache inside one build (see the module docstring), owned by site.py. The stages
+    see one hook of it, `reuse(what, subject, make)`, and never know whether what they got was
+    made now or stored by the last build. `enabled=False` makes everything anew and stores
+    nothing: a clean build."""
 
-    def __init__(self, root: Path, files, config_rel: str = "content/site.yaml", enabled: bool = True):
+    def __init__(self, root: Path, files, errors=None, config_rel: str = "content/site.yaml", enabled: bool = True):
         self.enabled = enabled
         self.root = Path(root).resolve()
         self.files = files
+        self.errors = errors if errors is not None else []   # a result made while errors were added is not kept
         self.rendered: list[str] = []
         self.reused: list[str] = []
         if not enabled:
@@ -332,6 +335,8 @@ class PageMemo:
         self.nav = ""
         self.figures: dict = {}
         self.pending: dict[str, dict] = {}
+        self.kept: dict[str, dict] = {}          # page rel -> its files, replayed
+        self.kept_paths: set[str] = set()        # their pages' output paths
         self.new_bundles: dict[str, tuple] = {}
         self.pages_seen: list = []
         self.new_figures: dict[str, dict] = {}
@@ -339,26 +344,36 @@ class PageMemo:
         self.sources_seen: dict[str, dict] = {}
         self.new_sources: dict[str, tuple] = {}
 
-    def number_page(self, page, figures: dict, errors, collect) -> None:
-        """The figure-numbering pre-pass of one page (site_src/blocks/figure.number, given as
-        `collect`), or its result replayed: the ids, order and lines of the page's figure blocks,
-        kept while the page's source and the generator are unchanged. Only error-free results are
-        kept, and a replay that would clash with an id already numbered runs the real pass."""
+    def reuse(self, what: str, subject, make):
+        """The one hook the stages get (stages/model.py `Reuse`): `make()`'s result for `subject`,
+        or the one the last build made when nothing it was made from changed.
+
+        what            subject              make() gives
+        "figures"       a page               its figure blocks' (id, line), in order (stage number)
+        "page"          a page               its PageOutput (stage render)
+        "page files"    a PageOutput         the page's published files (stage publish)
+        "bundle"        (study, members)     its bundles.Bundle (stage bundle)
+        "source view"   a fixture's path     its line-numbered view page (stage publish)
+        "figure assets" None                 the figure runtime's files (stage publish)
+        """
         if not self.enabled:
-            return collect()
-        from .blocks.figure import FigureInfo
+            return make()
+        kinds = {"figures": self._places, "page": self._page, "page files": self._page_files,
+                 "bundle": self._bundle, "source view": self._source_view, "figure assets": self._figure_assets}
+        return kinds[what](subject, make)
+
+    def _places(self, page, make) -> list:
+        """A page's figure places, kept while the page's source and the generator are unchanged
+        (only when parsing the page found no problem)."""
         key = _json_sha([self.context, page.repo_rel, self._dep(page.repo_rel), page.meta.get("raw_html") is True])
         entry = self.state.data["figures"].get(page.repo_rel)
-        if entry and entry.get("key") == key and not any(f in figures for f, _, _ in entry["figures"]):
-            for fig_id, order, line in entry["figures"]:
-                figures[fig_id] = FigureInfo(fig_id, page, f"{page.number}.{order}", line)
-            return None
-        before = len(errors)
-        collect()
-        if len(errors) == before:
-            own = [[i.id, int(i.number.rsplit(".", 1)[1]), i.line] for i in figures.values() if i.page is page]
-            self.new_figures[page.repo_rel] = {"key": key, "figures": own}
-        return None
+        if entry and entry.get("key") == key and "places" in entry:
+            return [tuple(place) for place in entry["places"]]
+        before = len(self.errors)
+        places = make()
+        if len(self.errors) == before:
+            self.new_figures[page.repo_rel] = {"key": key, "places": [list(p) for p in places]}
+        return places
 
     def set_site(self, pages: dict, order: list, figures: dict) -> None:
         """The navigation and numbering every page shows: called once the figures are numbered."""
@@ -383,12 +398,21 @@ class PageMemo:
     def _listing(self, folder: str) -> str:
         return _json_sha(self.files.listed(folder)[0])
 
-    def replay(self, page, out: dict, used: dict) -> int | None:
-        """Put a cached page's files into `out` and its fixtures into `used`; its figure count, or
-        None when the page must be rendered."""
-        if not self.enabled:
-            return None
+    def _page(self, page, make):
+        """A page replayed as its PageOutput (its files kept for "page files"), when its key and
+        every file it resolved against are unchanged; else `make()` renders it."""
         self.pages_seen.append(page)
+        files = self._replayable(page)
+        if files is None:
+            return make()
+        from .stages.model import PageOutput
+        entry = self.state.data["pages"][page.repo_rel]
+        self.kept[page.rel] = files
+        self.kept_paths.add(page.out_path)
+        self.reused.append(page.rel)
+        return PageOutput(page, None, used=dict(entry["used"]), figure_count=entry["figure_count"])
+
+    def _replayable(self, page) -> dict | None:
         entry = self.state.data["pages"].get(page.repo_rel)
         if not entry or entry.get("key") != self._key(page):
             return None
@@ -402,30 +426,30 @@ class PageMemo:
             if data is None:
                 return None
             blobs[rel] = data
-        out.update(blobs)
-        for rel, view in entry["used"].items():
-            used[rel] = used.get(rel, False) or view
-        self.reused.append(page.rel)
-        return entry["figure_count"]
+        return blobs
 
-    def store(self, page, produced: dict, used: dict, figure_count: int, bundle: str | None) -> None:
-        """Remember a rendered page: kept only if the whole build succeeds (`commit`)."""
+    def _page_files(self, output, make) -> dict:
+        """A replayed page's files; else `make()`'s, remembered (kept only if the whole build
+        succeeds, `commit`)."""
+        page = output.page
+        if page.rel in self.kept:
+            return self.kept[page.rel]
+        produced = make()
         self.rendered.append(page.rel)
-        if not self.enabled:
-            return
-        deps = {rel: self._dep(rel) for rel in sorted(used)}
+        deps = {rel: self._dep(rel) for rel in sorted(output.used)}
+        bundle = output.bundle.name if output.bundle is not None else None
         if bundle:
             deps[f"listing:bundles/{bundle}"] = self._listing(f"bundles/{bundle}")
             for rel in self.files.listed(f"bundles/{bundle}")[0]:
                 deps[rel] = self._dep(rel)
-        self.pending[page.repo_rel] = {"key": self._key(page), "deps": deps, "used": dict(used),
-                                       "figure_count": figure_count, "produced": produced}
+        self.pending[page.repo_rel] = {"key": self._key(page), "deps": deps, "used": dict(output.used),
+                                       "figure_count": output.figure_count, "produced": produced}
+        return produced
 
-    def bundle(self, name: str, members: list[str], make):
+    def _bundle(self, subject: tuple, make):
         """A study's Bundle (site_src/bundles.py: its zip, file digests and the reproduction kit's
         output), reused while its files, the commit and the generator are unchanged."""
-        if not self.enabled:
-            return make()
+        name, members = subject
         key = _json_sha([self.context, name, [(m, self._dep(f"bundles/{name}/{m}")) for m in members]])
         entry = self.state.data["bundles"].get(name)
         if entry and entry.get("key") == key:
@@ -440,15 +464,13 @@ class PageMemo:
             self.new_bundles[name] = (key, made)
         return made
 
-    def verified_before(self, page, bundle) -> bool:
+    def verified_before(self, out_path: str, bundle) -> bool:
         """A reused page showing a reused bundle: the same bytes were checked when both were stored."""
-        return self.enabled and page.rel in self.reused and bundle.name in self.cached_bundles
+        return self.enabled and out_path in self.kept_paths and bundle.name in self.cached_bundles
 
-    def source_view(self, rel: str, make) -> bytes:
+    def _source_view(self, rel: str, make) -> bytes:
         """A fixture's line-numbered view page (`make()`), reused while the fixture, the navigation,
         the commit and the generator are unchanged: every build publishes them all."""
-        if not self.enabled:
-            return make()
         key = _json_sha([self.context, self.nav, rel, self._dep(rel)])
         entry = self.state.data["sources"].get(rel)
         if entry and entry.get("key") == key:
@@ -464,18 +486,15 @@ class PageMemo:
         """Whether `figure_assets` will come from the cache (so nothing needs to start making them)."""
         return self.enabled and self.state.data["assets"].get("key") == self.context
 
-    def figure_assets(self, make) -> dict:
+    def _figure_assets(self, _subject, make) -> dict:
         """The figure runtime files: the same for one generator version, so cached by it."""
-        if self.enabled:
-            entry = self.state.data["assets"]
-            if entry.get("key") == self.context:
-                blobs = {rel: self.state.blob(d) for rel, d in entry["files"].items()}
-                if all(v is not None for v in blobs.values()):
-                    return blobs
-        assets = make()
-        if self.enabled:
-            self._assets = assets
-        return assets
+        entry = self.state.data["assets"]
+        if entry.get("key") == self.context:
+            blobs = {rel: self.state.blob(d) for rel, d in entry["files"].items()}
+            if all(v is not None for v in blobs.values()):
+                return blobs
+        self._assets = make()
+        return self._assets
 
     def commit(self) -> None:
         """The build succeeded: save the rendered pages' entries (and the figure assets). A cache
@@ -512,4 +531,5 @@ class PageMemo:
         self.state.collect_blobs()
 
     def summary(self) -> str:
+        """How many pages this build rendered and reused, for the build's note."""
         return f"{len(self.rendered)} rendered, {len(self.reused)} reused"

@@ -4,8 +4,10 @@
 
 (build_bundles' work is started before render_pages and collected after it.)
 
-(An incremental build, site_src/incremental.py, stops before the stages when nothing changed, and
-replays unchanged pages from its page cache inside stage 3.)
+An incremental build (site_src/incremental.py) stops before the stages when nothing changed.
+Otherwise this module owns the page cache: each stage gets one hook of it, `reuse(what, subject,
+make)` (stages/model.py), and cannot tell a result made now from one the last build made; the
+cache is saved here once the new site is swapped in.
 
 Every stage collects its errors (with the page and line) instead of stopping; the site is
 written only when there is none, into a fresh folder that is swapped into place by one rename.
@@ -19,7 +21,7 @@ from pathlib import Path
 from safe_io import git_state_per_build
 
 from .errors import BuildError, Errors, internal_error
-from .incremental import up_to_date
+from .incremental import PageMemo, record, up_to_date
 from .paths import OutputFolder
 from .stages.bundle import build_bundles, start_bundles
 from .stages.load import load_site
@@ -39,14 +41,21 @@ def collect(root: Path, incremental: bool = False) -> BuildResult:
     site = load_site(root, errors)
     if site is None:
         return BuildResult(errors)
-    numbered = number_figures(site, incremental)
-    if numbered.figures and not numbered.memo.has_figure_assets():   # bundled by a worker process meanwhile
+    memo = PageMemo(site.root, site.files, errors, enabled=incremental)
+    numbered = number_figures(site, memo.reuse)
+    memo.set_site(site.pages, site.order, numbered.figures)   # what every page's key holds
+    if numbered.figures and not memo.has_figure_assets():   # bundled by a worker process meanwhile
         from . import figures
         figures.prefetch_runtime(root / ".cache" / "figures")
-    started = start_bundles(numbered)   # stage 4's checks run beside stage 3 (subprocesses)
-    rendered = render_pages(numbered)
+    started = start_bundles(numbered, memo.reuse)   # stage 4's checks run beside stage 3 (subprocesses)
+    rendered = render_pages(numbered, memo.reuse)
     bundled = build_bundles(rendered, started)
-    return publish(bundled)
+    result = publish(bundled, memo.reuse)
+    # a reused page showing a reused bundle: its printed hashes were checked when both were made
+    result.bundle_pages = [(path, b) for path, b in result.bundle_pages if not memo.verified_before(path, b)]
+    result.note = "; ".join(n for n in (memo.summary() if incremental else "", result.note) if n)
+    result.memo = memo
+    return result
 
 
 @git_state_per_build()   # one HEAD and one `git status` per build, asked afresh by the next (serve)
@@ -79,4 +88,10 @@ def build(root: Path, out: Path | None = None, keep: bool = True, incremental: b
         return BuildResult(errors)
     if not result.ok:
         return result
-    return write_and_swap(result, folder, incremental) if keep else check_in_temporary(result)
+    if not keep:
+        return check_in_temporary(result)
+
+    def swapped_in() -> None:   # the page cache and the input record, saved only for a site in place
+        result.memo.commit()
+        record(folder.root, folder.out, result.files)
+    return write_and_swap(result, folder, swapped_in if incremental else None)

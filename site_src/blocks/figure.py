@@ -71,19 +71,23 @@ def parse(values: dict, lines, ctx, inline) -> FigureBlock | None:
                        drawable=problems == 0)
 
 
-def number(page, blocks: list, figures: dict, errors) -> None:
-    """Give each figure block of a page its "Fig. N.M" (N: the page's place in the navigation, M:
-    the figure's on the page); an id already used elsewhere is an error."""
+def places(parsed) -> list[tuple[str, int]]:
+    """(id, fence line) of each figure block of a parsed page (markdown.Parsed), in order."""
+    return [(block.id, block.lines.fence) for block in parsed.figures]
+
+
+def number(page, places: list, figures: dict, errors) -> None:
+    """Give each figure of a page its "Fig. N.M" (N: the page's place in the navigation, M: the
+    figure's on the page); an id already used elsewhere is an error."""
     order = 0
-    for block in blocks:
-        line = block.lines.fence
-        if block.id in figures:
-            used = figures[block.id]
-            errors.add(BuildError(f"figure id {block.id!r} is already used at {used.page.where(used.line)}",
+    for fig_id, line in places:
+        if fig_id in figures:
+            used = figures[fig_id]
+            errors.add(BuildError(f"figure id {fig_id!r} is already used at {used.page.where(used.line)}",
                                   page.where(line)))
             continue
         order += 1
-        figures[block.id] = FigureInfo(block.id, page, f"{page.number}.{order}", line)
+        figures[fig_id] = FigureInfo(fig_id, page, f"{page.number}.{order}", line)
 
 
 def render(self, tokens, idx, options, env) -> str:

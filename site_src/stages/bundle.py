@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from .. import bundles as bundle_kit
+from .. import bundles
 from ..errors import BuildError
-from .model import Bundled, Numbered, RenderedSite
+from .model import Bundled, Numbered, RenderedSite, Reuse, make_anew
 
 WORKERS = 3   # threads that wait on subprocesses and zip in C; the studies of this site are three
 
@@ -24,9 +24,9 @@ def _wanted(site, page) -> str | None:
     return None
 
 
-def start_bundles(numbered: Numbered) -> dict[str, Future]:
+def start_bundles(numbered: Numbered, reuse: Reuse = make_anew) -> dict[str, Future]:
     """Start every study's bundle, each once, in background threads: {name: future Bundle}."""
-    site, memo = numbered.site, numbered.memo
+    site = numbered.site
     started: dict[str, Future] = {}
     pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="bundle")
     for name in site.order:
@@ -36,9 +36,8 @@ def start_bundles(numbered: Numbered) -> dict[str, Future]:
         members = [rel[len(f"bundles/{wanted}/"):] for rel in site.files.listed(f"bundles/{wanted}")[0]]
 
         def make(wanted=wanted, members=members):
-            return bundle_kit.build_bundle(site.files.root / "bundles" / wanted, site.files.root, members=members)
-        # reused while its files and the generator are unchanged
-        started[wanted] = pool.submit(memo.bundle, wanted, members, make)
+            return bundles.build_bundle(site.files.root / "bundles" / wanted, site.files.root, members=members)
+        started[wanted] = pool.submit(reuse, "bundle", (wanted, members), make)
     pool.shutdown(wait=False)
     return started
 

@@ -1,12 +1,15 @@
 """The typed objects the stages pass along: each stage takes the one before's and returns its own.
 
     load_site -> Site -> number_figures -> Numbered -> render_pages -> RenderedSite
-      -> build_bundles -> Bundled -> publish -> Published -> write_and_swap -> BuildResult
+      -> build_bundles -> Bundled -> publish -> BuildResult -> write_and_swap -> BuildResult
+
+and the one hook a stage may get from site.py, `Reuse`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
 import jinja2
 
@@ -16,7 +19,23 @@ from ..fixtures import FixtureCache
 from ..honesty import Honesty
 from ..pages import Page
 from ..paths import RepoFiles
+from ..bundles import Bundle
 from ..reader import Facts
+from ..render import Rendered
+
+if TYPE_CHECKING:   # a type only: the page cache is site.py's; the stages see its `reuse` alone
+    from ..incremental import PageMemo
+
+
+# reuse(what, subject, make) -> make()'s result for `subject`, or the same result the last build
+# made when nothing it was made from changed (site.py passes the page cache's, incremental.PageMemo
+# .reuse, which lists the `what`s). A stage calls it the same way either way, and cannot tell.
+Reuse = Callable[[str, Any, Callable[[], Any]], Any]
+
+
+def make_anew(what: str, subject, make):
+    """The `Reuse` of a clean build: everything is made."""
+    return make()
 
 
 @dataclass
@@ -42,21 +61,18 @@ class Numbered:
 
     site: Site
     parsers: dict                  # raw_html flag -> the page parser
-    figures: dict                  # figure id -> FigureInfo
-    memo: object                   # incremental.PageMemo: pages reused from the last build
+    figures: dict                  # figure id -> blocks.figure.FigureInfo
 
 
 @dataclass
 class PageOutput:
-    page: Page
-    rendered: object               # render.Rendered: body HTML, receipts, headings, figure files
-    bundle: object = None          # bundles.Bundle of a study page, once built
-    reused: int | None = None      # figure count of a page replayed from the page cache (not rendered)
-    used: dict = field(default_factory=dict)   # the fixtures this page cited (for the page cache)
+    """One page after stage render (its bundle attached by stage bundle)."""
 
-    @property
-    def figure_count(self) -> int:
-        return self.reused if self.reused is not None else self.rendered.figure_count
+    page: Page
+    rendered: Rendered | None      # body HTML, receipts, headings, figure files (None: reused whole)
+    bundle: Bundle | None = None   # the bundle of a study page, once built
+    used: dict = field(default_factory=dict)   # the fixtures this page cited -> needs a line view
+    figure_count: int = 0
 
 
 @dataclass
@@ -66,7 +82,6 @@ class RenderedSite:
     numbered: Numbered
     outputs: list[PageOutput]
     used: dict[str, bool]          # repo-relative fixture -> needs a line-numbered view
-    files: dict = field(default_factory=dict)   # files the pages' figures produced
 
 
 @dataclass
@@ -74,7 +89,7 @@ class Bundled:
     """Study bundles built and attached to their pages (stage bundle)."""
 
     rendered: RenderedSite
-    bundles: dict                  # study name -> bundles.Bundle
+    bundles: dict[str, Bundle]     # study name -> its bundle
 
 
 @dataclass
@@ -82,10 +97,10 @@ class BuildResult:
     """What a build made: its errors, and {path under the site root: bytes (or CopiedFile)}."""
 
     errors: Errors
-    files: dict = field(default_factory=dict)
-    bundle_pages: list = field(default_factory=list)   # (page output path, Bundle)
+    files: dict = field(default_factory=dict)          # path -> bytes | sources.CopiedFile
+    bundle_pages: list[tuple[str, Bundle]] = field(default_factory=list)   # (page output path, its bundle)
     note: str = ""                                     # e.g. how many pages were reused (site_src/incremental.py)
-    memo: object = field(default=None, repr=False)     # the page cache of this build
+    memo: PageMemo | None = field(default=None, repr=False)   # site.py's page cache of this build
 
     @property
     def ok(self) -> bool:

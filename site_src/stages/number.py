@@ -4,9 +4,8 @@ or to another page."""
 from __future__ import annotations
 
 from ..blocks import figure
-from ..incremental import PageMemo
 from ..markdown import make_parser, parse_page
-from .model import Numbered, Site
+from .model import Numbered, Reuse, Site, make_anew
 
 
 def parser_for(parsers: dict, page):
@@ -14,13 +13,12 @@ def parser_for(parsers: dict, page):
     return parsers[page.meta.get("raw_html") is True]
 
 
-def number_figures(site: Site, incremental: bool = False) -> Numbered:
+def number_figures(site: Site, reuse: Reuse = make_anew) -> Numbered:
+    """Every page's figures numbered in navigation order; an id used twice is an error."""
     parsers = {flag: make_parser(raw_html=flag) for flag in (False, True)}
     figures: dict = {}
-    memo = PageMemo(site.root, site.files, enabled=incremental)   # keyed by, among others, the numbers
     for name in site.order:
         page = site.pages[name]
-        memo.number_page(page, figures, site.errors, lambda: figure.number(   # replayed for an unchanged page
-            page, parse_page(page, parser_for(parsers, page), site.errors).figures, figures, site.errors))
-    memo.set_site(site.pages, site.order, figures)
-    return Numbered(site, parsers, figures, memo)
+        places = reuse("figures", page, lambda: figure.places(parse_page(page, parser_for(parsers, page), site.errors)))
+        figure.number(page, places, figures, site.errors)
+    return Numbered(site, parsers, figures)

@@ -8,51 +8,38 @@ from html import escape as html_escape
 import jinja2
 from markupsafe import Markup, escape
 
-from .. import browser_check
-from .. import bundles as bundle_kit
-from .. import reader
+from .. import browser_check, bundles, reader
 from ..errors import BuildError
 from ..paths import check_out_rel
 from ..receipt_html import raw_text
 from ..sources import publish as publish_sources
 from ..sources import sha256
 from ..urls import href, url_path
-from .model import BuildResult, Bundled, Site
+from .model import BuildResult, Bundled, Reuse, Site, make_anew
 
 DOCS_PAGE = "how-this-site-is-built.md"
 
 
-def publish(bundled: Bundled) -> BuildResult:
+def publish(bundled: Bundled, reuse: Reuse = make_anew) -> BuildResult:
+    """The whole site as one map {path under the site root: bytes}, every output path checked."""
     rendered = bundled.rendered
     site = rendered.numbered.site
     errors = site.errors
-    out: dict = dict(rendered.files)
+    out: dict = {}
     bundle_pages = []
-    memo = rendered.numbered.memo
     check = browser_check.find(site.root) if bundled.bundles else None   # "Run the check here"
     for output in rendered.outputs:
         page, bundle = output.page, output.bundle
         study = site.honesty.study(page, bundle) if bundle is not None else None
-        if bundle is not None and not memo.verified_before(page, bundle):
+        if bundle is not None:
             bundle_pages.append((page.out_path, bundle))
-        if output.reused is not None:
-            continue   # replayed from the page cache, files and all
-        extra, extra_files = reader.page_extras(site.root, site.config, page, output.rendered, bundle,
-                                                "../" * page.depth, site.facts)
-        out.update(extra_files)
         try:
-            out[page.out_path] = _page_html(site, page, output.rendered, bundle, study,
-                                            {**extra, "check": check if check and check.present else None}).encode()
-            extra_files.update(reader.provenance_page(site.jinja, _common(site, None, "../" * page.depth), page,
-                                                      output.rendered))
-            out.update(extra_files)
-            memo.store(page, {**output.rendered.files, **extra_files, page.out_path: out[page.out_path]}, output.used,
-                       output.rendered.figure_count, bundle.name if bundle is not None else None)
+            out.update(reuse("page files", output, lambda: _page_files(site, output, study, check)))
         except jinja2.TemplateError as exc:
             errors.add(BuildError(f"template error: {exc}", page.where()))
     if bundled.bundles:
         try:
-            out.update(bundle_kit.public_files(list(bundled.bundles.values())))
+            out.update(bundles.public_files(list(bundled.bundles.values())))
         except Exception as exc:  # a zip that cannot be described: reported, the build goes on
             errors.add(BuildError(f"bundles: {exc}"))
         out.update(check.public_files())
@@ -64,8 +51,8 @@ def publish(bundled: Bundled) -> BuildResult:
     used = dict(rendered.used)
     for rel, view in site.honesty.used.items():
         used[rel] = used.get(rel, False) or view
-    out.update(publish_sources(site.files, used, lambda rel, data: memo.source_view(rel, lambda: _source_view(site, rel, data)),
-                               errors))
+    out.update(publish_sources(site.files, used,
+                               lambda rel, data: reuse("source view", rel, lambda: _source_view(site, rel, data)), errors))
     static, refused = site.files.listed("templates/static")
     for rel, why in refused:
         errors.add(BuildError(f"static file {why}", rel))
@@ -73,15 +60,26 @@ def publish(bundled: Bundled) -> BuildResult:
         out[f"assets/{rel[len('templates/static/'):]}"] = site.files.read_bytes(rel)
     if any(o.figure_count for o in rendered.outputs):
         try:
-            assets = memo.figure_assets(lambda: _figure_assets(site))
+            assets = reuse("figure assets", None, lambda: _figure_assets(site))
             out.update({f"assets/{name}": data for name, data in assets.items()})
         except Exception as exc:  # vl-convert's runtime could not be produced
             errors.add(BuildError(f"figures: cannot produce the figure assets: {exc}"))
     if site.config.base_url:
         out["sitemap.xml"] = _sitemap(site.config.base_url, [site.pages[n] for n in site.order])
     _check_outputs(out, errors)
-    note = "; ".join(n for n in (memo.summary() if memo.enabled else "", check.note if check else "") if n)
-    return BuildResult(errors, out, bundle_pages, note=note, memo=memo)
+    return BuildResult(errors, out, bundle_pages, note=check.note if check else "")
+
+
+def _page_files(site: Site, output, study, check) -> dict:
+    """A rendered page's published files: its HTML, its provenance page, the files its figures
+    and reader features made."""
+    page = output.page
+    prefix = "../" * page.depth
+    extra, files = reader.page_extras(site.root, site.config, page, output.rendered, output.bundle, prefix, site.facts)
+    files[page.out_path] = _page_html(site, page, output.rendered, output.bundle, study,
+                                      {**extra, "check": check if check and check.present else None}).encode()
+    files.update(reader.provenance_page(site.jinja, _common(site, None, prefix), page, output.rendered))
+    return {**output.rendered.files, **files}
 
 
 def _figure_assets(site: Site) -> dict:

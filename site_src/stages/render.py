@@ -6,42 +6,53 @@ from __future__ import annotations
 from .. import reader
 from ..errors import internal_error
 from ..markdown import render_page
-from ..pages import PROSE_FIELDS
+from ..pages import PROSE_FIELDS, Page
 from ..render import PageContext, check_prose
 from ..resolve import Resolver
-from .model import Numbered, PageOutput, RenderedSite
+from .model import Numbered, PageOutput, RenderedSite, Reuse, make_anew
 from .number import parser_for
 
 
-def render_pages(numbered: Numbered) -> RenderedSite:
+def render_pages(numbered: Numbered, reuse: Reuse = make_anew) -> RenderedSite:
+    """Every page in navigation order; then what rendering started is finished: the figures'
+    drawings, the honesty checks, the preview images."""
     site = numbered.site
     out = RenderedSite(numbered, [], {})
+    made: list[PageOutput] = []
+
+    def render(page: Page) -> PageOutput | None:
+        output = _render(numbered, page)
+        if output is not None:
+            made.append(output)
+        return output
+
     for name in site.order:
         page = site.pages[name]
         for field_name in PROSE_FIELDS:
             if isinstance(page.meta.get(field_name), str):
                 check_prose(page.meta[field_name], page.field_where(field_name), site.errors)
-        reused = numbered.memo.replay(page, out.files, out.used)   # site_src/incremental.py: None means render it
-        if reused is not None:
-            out.outputs.append(PageOutput(page, None, reused=reused))
-            continue
-        resolver = Resolver(site.root, page.meta.get("bundle"), site.cache, files=site.files)
-        ctx = PageContext(page, site.errors, resolver, numbered.figures, site.jinja, site.root)
-        try:
-            rendered = render_page(parser_for(numbered.parsers, page), ctx)
-        except Exception as exc:  # a bug: reported at the page line, and the other pages still build
-            site.errors.add(internal_error(exc, page.where(ctx.line)))
-            continue
-        for rel, view in resolver.used.items():
+        output = reuse("page", page, lambda: render(page))
+        if output is None:
+            continue   # an internal error, reported
+        for rel, view in output.used.items():
             out.used[rel] = out.used.get(rel, False) or view
-        out.outputs.append(PageOutput(page, rendered, used=resolver.used))
+        out.outputs.append(output)
     # the figures' drawings were finished on their own thread while the pages went on rendering
-    for output in out.outputs:
-        if output.rendered is None:
-            continue
+    for output in made:
         page, rendered = output.page, output.rendered
         rendered.complete(page, site.errors)
         site.honesty.check_page(page, rendered)
         reader.start_preview(rendered.html, rendered.files, site.root / ".cache" / "og")
-        out.files.update(rendered.files)
     return out
+
+
+def _render(numbered: Numbered, page: Page) -> PageOutput | None:
+    site = numbered.site
+    resolver = Resolver(site.root, page.meta.get("bundle"), site.cache, files=site.files)
+    ctx = PageContext(page, site.errors, resolver, numbered.figures, site.jinja, site.root)
+    try:
+        rendered = render_page(parser_for(numbered.parsers, page), ctx)
+    except Exception as exc:  # a bug: reported at the page line, and the other pages still build
+        site.errors.add(internal_error(exc, page.where(ctx.line)))
+        return None
+    return PageOutput(page, rendered, used=resolver.used, figure_count=rendered.figure_count)

@@ -9,10 +9,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .. import bundles as bundle_kit
-from .. import reader
+from typing import Callable
+
+from .. import bundles, reader
 from ..errors import BuildError, internal_error
-from ..incremental import record
 from ..paths import OutputFolder, OutputRefused
 from ..sources import CopiedFile
 from .model import BuildResult
@@ -55,7 +55,7 @@ def _verify_bundles(target: Path, result: BuildResult) -> None:
     """Check every sha256 a page prints against the file written (the check is site_src.bundles')."""
     for out_path, bundle in result.bundle_pages:
         try:
-            bundle_kit.verify_published(target, result.files[out_path].decode(), bundle, out_path)
+            bundles.verify_published(target, result.files[out_path].decode(), bundle, out_path)
         except Exception as exc:  # PublishError, or a page that cannot be read back
             result.errors.add(BuildError(f"published bundle check failed: {exc}", out_path))
 
@@ -97,9 +97,10 @@ def check_in_temporary(result: BuildResult) -> BuildResult:
     return result
 
 
-def write_and_swap(result: BuildResult, folder: OutputFolder, incremental: bool = False) -> BuildResult:
-    """Write into a new build folder and swap it in; on any failure the old site stays. After an
-    incremental build's swap, its page cache and input record are saved (site_src/incremental.py)."""
+def write_and_swap(result: BuildResult, folder: OutputFolder, swapped_in: Callable[[], None] | None = None) -> BuildResult:
+    """Write into a new build folder and swap it in; on any failure the old site stays.
+    `swapped_in()` is called right after the swap, still holding the output folder's lock
+    (site.py saves its page cache and input record there)."""
     try:
         folder.out.parent.mkdir(parents=True, exist_ok=True)
         with folder.locked():
@@ -110,9 +111,8 @@ def write_and_swap(result: BuildResult, folder: OutputFolder, incremental: bool 
                 if result.ok:
                     folder.swap(staging)
                     swapped = True
-                    if incremental:
-                        result.memo.commit()
-                        record(folder.root, folder.out, result.files)
+                    if swapped_in is not None:
+                        swapped_in()
             finally:
                 if not swapped:
                     folder.discard(staging)

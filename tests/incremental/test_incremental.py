@@ -1,10 +1,12 @@
-"""Incremental builds (site_src/incremental.py): after each edit of a sequence, the incremental
+"""Incremental builds (site_src/incremental.py): after each edit an author makes, the incremental
 output is byte-identical to a clean build of the same tree, only the pages the edit touches are
-rendered again, and a no-op build stops before importing the figure libraries."""
+rendered again, and a no-op build stops before importing the figure libraries. The repository is
+cloned and built once; each test edits a clone of that clone, caches copied."""
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,14 +40,28 @@ def tree(path: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def clone(tmp_path_factory) -> Path:
-    """The repository's committed site (real studies, figures, registrations), cloned with history."""
+def built(tmp_path_factory) -> tuple[Path, set]:
+    """The repository's committed site (real studies, figures, registrations), cloned with history
+    and built once, caches and all: (the clone, the pages that first build rendered)."""
     root = tmp_path_factory.mktemp("incr") / "repo"
     git(REPO, "clone", "-q", "--local", "--no-hardlinks", str(REPO), str(root))
     # every footer says whether the tree has uncommitted changes, so the first edit after a commit
     # rebuilds every page; start dirty, as an author at work does
     with open(root / "README.md", "a", encoding="utf-8") as handle:
         handle.write("\nAn uncommitted line.\n")
+    first = build(root, root.parent / "public")
+    assert first.ok, "\n".join(first.errors.lines())
+    return root, set(first.memo.rendered)
+
+
+@pytest.fixture
+def clone(built, tmp_path) -> Path:
+    """A fresh clone of the built one, with its caches: each test edits its own copy."""
+    source, _pages = built
+    root = tmp_path / "repo"
+    git(source, "clone", "-q", "--local", str(source), str(root))
+    shutil.copy(source / "README.md", root / "README.md")   # the uncommitted line
+    shutil.copytree(source / ".cache", root / ".cache")
     return root
 
 
@@ -70,57 +86,94 @@ def check_same_as_clean(root: Path, out: Path, clean: Path, rendered: set | None
     return memo
 
 
-def test_edit_sequence_matches_clean_builds(clone, tmp_path):
-    out, clean = tmp_path / "public", tmp_path / "clean"
-    first = build(clone, out)
-    assert first.ok, "\n".join(first.errors.lines())
-    pages = set(first.memo.rendered)
-    assert {"index.md", "studies/organism.md", "published-figures.md"} <= pages
+def warm(root: Path, out: Path) -> None:
+    """A first build into `out`: with the copied caches, every page and bundle is reused."""
+    result = build(root, out)
+    assert result.ok, "\n".join(result.errors.lines())
+    assert not result.memo.rendered and result.memo.reused, "a clone's caches must be reused"
 
-    again = build(clone, out)
+
+def add_demo_page(root: Path, value: float = 0.25) -> None:
+    (root / "data").mkdir(exist_ok=True)
+    (root / "data/incr-demo.json").write_text(json.dumps({"value": value}) + "\n")
+    (root / "content/incr-demo.md").write_text(DEMO_PAGE)
+    git(root, "add", "data/incr-demo.json", "content/incr-demo.md")
+
+
+# Each test below is one step of an author's edit sequence: after it, the incremental build equals
+# a clean build byte for byte, and only the pages the edit touches were rendered again.
+
+def test_a_first_build_renders_every_page_and_a_second_stops_at_once(built):
+    root, pages = built
+    assert {"index.md", "studies/organism.md", "published-figures.md"} <= pages
+    again = build(root, root.parent / "public")
     assert again.ok and again.note.startswith("up to date") and again.memo is None
 
-    # a prose edit: that page only
+
+def test_a_prose_edit_renders_that_page_only(clone, tmp_path):
+    out, clean = tmp_path / "public", tmp_path / "clean"
+    warm(clone, out)
     edit(clone, "content/interpreting-results-honestly.md", "\n## ", "\nAn added sentence, without figures.\n\n## ")
     memo = check_same_as_clean(clone, out, clean, {"interpreting-results-honestly.md"})
     assert "organism" in memo.cached_bundles and not memo.new_bundles   # the studies' bundles (zip, kit run) are reused too
 
-    # a page added with a fixture of its own (nav and the home page's listing change: every page)
-    (clone / "data").mkdir(exist_ok=True)
-    (clone / "data/incr-demo.json").write_text(json.dumps({"value": 0.25}) + "\n")
-    (clone / "content/incr-demo.md").write_text(DEMO_PAGE)
-    git(clone, "add", "data/incr-demo.json", "content/incr-demo.md")
-    check_same_as_clean(clone, out, clean, pages | {"incr-demo.md"})
 
-    # a fixture edit: only the page that resolves against it
+def test_an_added_page_renders_every_page(built, clone, tmp_path):
+    out, clean = tmp_path / "public", tmp_path / "clean"
+    warm(clone, out)
+    add_demo_page(clone)   # the navigation and the home page's listing change: every page
+    check_same_as_clean(clone, out, clean, built[1] | {"incr-demo.md"})
+
+
+def test_a_fixture_edit_renders_the_page_that_resolves_against_it(clone, tmp_path):
+    out, clean = tmp_path / "public", tmp_path / "clean"
+    add_demo_page(clone)
+    assert build(clone, out).ok
     (clone / "data/incr-demo.json").write_text(json.dumps({"value": 0.5}) + "\n")
     check_same_as_clean(clone, out, clean, {"incr-demo.md"})
     assert "0.5" in (out / "incr-demo/index.html").read_text()
 
-    # a figure option (its caption) on the study page: that page only
+
+def test_a_figure_caption_edit_renders_that_page_only(clone, tmp_path):
+    out, clean = tmp_path / "public", tmp_path / "clean"
+    warm(clone, out)
     edit(clone, "content/studies/organism.md", "caption: ", "caption: Edited. ")
     check_same_as_clean(clone, out, clean, {"studies/organism.md"})
 
-    # a navigation change (a title every page's navigation shows): every page
+
+def test_a_title_every_navigation_shows_renders_every_page(built, clone, tmp_path):
+    out, clean = tmp_path / "public", tmp_path / "clean"
+    warm(clone, out)
     edit(clone, "content/observational-vs-causal.md", "title: ", "title: Renamed ")
-    check_same_as_clean(clone, out, clean, pages | {"incr-demo.md"})
+    check_same_as_clean(clone, out, clean, built[1])
 
-    # a template edit: every page
+
+def test_a_template_edit_renders_every_page(built, clone, tmp_path):
+    out, clean = tmp_path / "public", tmp_path / "clean"
+    warm(clone, out)
     edit(clone, "templates/page.html", "</article>", "</article>\n<!-- edited -->")
-    check_same_as_clean(clone, out, clean, pages | {"incr-demo.md"})
+    check_same_as_clean(clone, out, clean, built[1])
 
-    # a failed build changes nothing and caches nothing; fixing it rebuilds the page
+
+def test_a_failed_build_changes_and_caches_nothing(clone, tmp_path):
+    out, clean = tmp_path / "public", tmp_path / "clean"
+    add_demo_page(clone)
+    assert build(clone, out).ok
+    before = tree(out)
     (clone / "data/incr-demo.json").write_text("{broken\n")
-    failed = build(clone, out)
-    assert not failed.ok
-    (clone / "data/incr-demo.json").write_text(json.dumps({"value": 0.75}) + "\n")
+    assert not build(clone, out).ok
+    assert tree(out) == before
+    (clone / "data/incr-demo.json").write_text(json.dumps({"value": 0.75}) + "\n")   # fixed: that page again
     check_same_as_clean(clone, out, clean, {"incr-demo.md"})
 
-    # the page removed again: every page (navigation), and its output is gone
-    git(clone, "rm", "-q", "-f", "content/incr-demo.md", "data/incr-demo.json")
-    check_same_as_clean(clone, out, clean, pages)
-    assert not (out / "incr-demo").exists()
 
+def test_a_removed_page_renders_every_page_and_leaves_nothing_behind(built, clone, tmp_path):
+    out, clean = tmp_path / "public", tmp_path / "clean"
+    add_demo_page(clone)
+    assert build(clone, out).ok
+    git(clone, "rm", "-q", "-f", "content/incr-demo.md", "data/incr-demo.json")
+    check_same_as_clean(clone, out, clean, built[1])
+    assert not (out / "incr-demo").exists()
     # the cache keeps only what its entries refer to: older versions of pages are deleted
     from site_src.incremental import State
     state = State(clone)
