@@ -49,11 +49,11 @@ def main(argv=None) -> int:
     defs = [d for p, t in files.items() for d in definitions(p, t)]
     print(f"{args.package} at {args.rev or 'the work tree'}: {len(files)} modules, "
           f"{sum(n for n, _ in modules)} lines")
-    print(f"largest modules:")
+    print("largest modules:")
     for lines, path in modules[:args.top]:
         print(f"  {lines:5d}  {path}")
-    for kind in ("class", "function"):
-        print(f"largest {kind}s:")
+    for kind, plural in (("class", "classes"), ("function", "functions")):
+        print(f"largest {plural}:")
         for name, _kind, lines in sorted((d for d in defs if d[1] == kind), key=lambda d: -d[2])[:args.top]:
             print(f"  {lines:5d}  {name}")
     return 0

@@ -19,6 +19,7 @@ def _where(rel: str, row: dict) -> str:
 
 
 def field_value(rel: str, row: dict, name: str):
+    """A row's field, or FixtureProblem naming the row's line and the fields it has."""
     if name not in row:
         fields = ", ".join(k for k in row if k != "_line")
         raise FixtureProblem(f"row has no field {name!r} (fields: {fields})", _where(rel, row))
@@ -29,6 +30,7 @@ def field_value(rel: str, row: dict, name: str):
 
 
 def matches(rel: str, row: dict, cond: Condition) -> bool:
+    """Whether a row meets a `where` condition (order comparisons need numbers)."""
     value = field_value(rel, row, cond.field)
     if cond.op in ("==", "!="):
         return _OPS[cond.op](value, cond.value)

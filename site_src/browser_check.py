@@ -50,6 +50,7 @@ class Runtime:
 
     @property
     def present(self) -> bool:
+        """Whether the Pyodide runtime was found (else `missing` says why not)."""
         return not self.missing
 
     @property
@@ -59,6 +60,7 @@ class Runtime:
 
     @property
     def size_text(self) -> str:
+        """The runtime's size as the page prints it."""
         return f"{self.size / 1e6:.1f} MB"
 
     def too_large(self, bundle) -> str:

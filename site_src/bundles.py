@@ -20,6 +20,7 @@ from bundle_kit import contract
 
 from safe_io import git_state
 
+from .errors import BuildError
 from .urls import url_path
 
 KIT_DIR = Path(__file__).resolve().parent.parent / "bundle_kit"
@@ -32,7 +33,7 @@ STUDY_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 REPRODUCE_TIMEOUT_S = 120
 
 
-class BundleError(RuntimeError):
+class BundleError(BuildError, RuntimeError):
     """A bundle that cannot be built or published; the message names the bundle and file."""
 
 
@@ -45,6 +46,7 @@ class BundleFile:
 
     @property
     def size_text(self) -> str:
+        """The file's size as the page prints it."""
         return human_size(self.size)
 
     @property
@@ -66,10 +68,12 @@ class Bundle:
 
     @property
     def zip_href(self) -> str:
+        """The zip's URL from the site root."""
         return f"bundles/{self.name}.zip"
 
     @property
     def size_text(self) -> str:
+        """The zip's size as the page prints it."""
         return human_size(self.size)
 
     @property
@@ -79,18 +83,22 @@ class Bundle:
 
     @property
     def run_command(self) -> str:
+        """The shell command a reader runs to unzip the bundle and check it."""
         return f"unzip {self.name}.zip -d {self.name} && python {self.name}/reproduce.py"
 
     @property
     def run_command_no_unzip(self) -> str:
+        """The same command for a machine without unzip (Python's zipfile unpacks it)."""
         return f"python -m zipfile -e {self.name}.zip {self.name} && python {self.name}/reproduce.py"
 
     def member(self, name: str) -> bytes:
+        """The bytes of one file inside the zip."""
         with zipfile.ZipFile(io.BytesIO(self.zip_bytes)) as archive:
             return archive.read(name)
 
 
 def human_size(size: int) -> str:
+    """A size as the page prints it: bytes below 1000, else kB or MB."""
     if size < 1000:
         return f"{size:,} bytes"
     unit, value = ("kB", size / 1e3) if size < 1e6 else ("MB", size / 1e6)

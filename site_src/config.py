@@ -21,6 +21,8 @@ class SiteConfig:
 
 
 def load_config(files, errors, rel: str = "content/site.yaml") -> SiteConfig:
+    """content/site.yaml as a SiteConfig; every problem is added to `errors` with its line, and a fallback
+    config lets the build go on."""
     fallback = SiteConfig("Untitled", "", [], {})
     why = files.refusal(rel)
     if why == "file not found":

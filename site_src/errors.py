@@ -1,12 +1,19 @@
-"""Build errors that name where they happened: the page file and line, and the fixture file and line."""
+"""Build errors that name where they happened: the page file and line, and the fixture file and line.
+
+`BuildError` is the one base of every exception site_src raises on purpose (the path policy's
+refusals, a parse problem, a fixture problem, a bad reference, a figure, a bundle, the search
+index); each says what is wrong and where, and prints as one line, `WHERE: MESSAGE [fixture F]`.
+A build collects them in `Errors` and reports them all; it never stops at the first.
+"""
 from __future__ import annotations
 
 
 class BuildError(Exception):
-    """One problem of a build.
+    """One problem of a build, and the base of every exception the generator raises on purpose.
 
-    `where` is the place an author must edit (``content/page.md:12``); `fixture` is the fixture
-    location the problem was found at (``bundles/s/golden.json:9``), when there is one.
+    `where` is the place an author must edit (``content/page.md:12``; for a problem found inside
+    a text or a figure, ``line 3`` or ``figure 'f1'``); `fixture` is the fixture location the
+    problem was found at (``bundles/s/golden.json:9``), when there is one.
     """
 
     def __init__(self, message: str, where: str = "", fixture: str = ""):
@@ -14,8 +21,9 @@ class BuildError(Exception):
         super().__init__(self.format())
 
     def format(self) -> str:
+        """The one line it is printed as: `where: message [fixture F]`."""
         text = f"{self.where}: {self.message}" if self.where else self.message
-        return f"{text} [fixture {self.fixture}]" if self.fixture else text
+        return f"{text} [fixture {self.fixture}]" if self.fixture and self.fixture != self.where else text
 
     def at(self, where: str) -> "BuildError":
         """The same error, placed at `where` unless it already names a place."""
@@ -31,12 +39,25 @@ def internal_error(exc: BaseException, where: str = "") -> BuildError:
                       where)
 
 
-class FixtureProblem(Exception):
-    """Raised while reading a fixture; the caller adds the page location."""
+class BuildErrors(BuildError):
+    """Several problems found together (every unknown and missing field of one record), raised at
+    once by code that refuses the whole thing; `Errors.add` keeps each of them, one line each."""
+
+    def __init__(self, problems: list[BuildError]):
+        self.problems = list(problems)
+        first = self.problems[0]
+        super().__init__(first.message, first.where, first.fixture)
+
+    def format(self) -> str:
+        """Each problem's line."""
+        return "\n".join(problem.format() for problem in self.problems)
+
+
+class FixtureProblem(BuildError):
+    """Raised while reading a fixture, at the fixture's location; the caller adds the page's."""
 
     def __init__(self, message: str, fixture: str = ""):
-        self.message, self.fixture = message, fixture
-        super().__init__(f"{fixture}: {message}" if fixture else message)
+        super().__init__(message, fixture, fixture)
 
 
 class Errors:
@@ -46,7 +67,8 @@ class Errors:
         self.items: list[BuildError] = []
 
     def add(self, error: BuildError) -> None:
-        self.items.append(error)
+        """Keep `error` (each of a BuildErrors' problems); the build goes on."""
+        self.items.extend(error.problems if isinstance(error, BuildErrors) else [error])
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -55,4 +77,5 @@ class Errors:
         return len(self.items)
 
     def lines(self) -> list[str]:
+        """Every error, one line each, in the order found."""
         return [e.format() for e in self.items]

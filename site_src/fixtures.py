@@ -80,6 +80,7 @@ class Structured:
                 self._walk(item_node, item, path + (index,), item_node.start_mark.line + 1)
 
     def children(self, path: tuple) -> list[Entry]:
+        """The entries directly under a key path, in file order."""
         entry = self.by_path[path]
         if isinstance(entry.value, dict):
             return [self.by_path[path + (str(k),)] for k in entry.value]
@@ -99,6 +100,7 @@ class Prose:
         self.line_count = len(self.lines)
 
     def numbers(self, line: int):
+        """The numbers on one line of the text, in order."""
         return find_numbers(self.lines[line - 1])
 
 
@@ -180,6 +182,7 @@ class Rows:
         return row
 
     def row_at(self, line: int) -> dict | None:
+        """The row on line `line` of the file (None for a blank line)."""
         with open(self.path, "rb") as handle:
             for number, raw in enumerate(handle, start=1):
                 if number == line:
@@ -227,6 +230,7 @@ class FixtureCache:
         self._cache: dict[Path, object] = {}
 
     def get(self, path: Path, rel: str):
+        """The fixture at `path`, read once per build; a problem reading it is raised again on every ask."""
         if path not in self._cache:
             try:
                 self._cache[path] = load(path, rel)

@@ -66,6 +66,7 @@ class Digests:
         self.hashed = 0   # files read and hashed (not reused) in this run
 
     def file(self, path: Path) -> str:
+        """The sha256 of a file (or why it has none: missing, a link), memoized by stat signature."""
         key = str(path)
         if key in self.new:
             return self.new[key][1]
@@ -127,6 +128,7 @@ class State:
         return data if _sha(data) == digest else None
 
     def put_blob(self, data: bytes) -> str:
+        """Store bytes under their digest; the digest."""
         digest = _sha(data)
         path = self.folder / "blobs" / digest[:2] / digest
         if not path.is_file():
@@ -134,6 +136,7 @@ class State:
         return digest
 
     def referenced(self) -> set[str]:
+        """The digests of every stored output an entry still refers to."""
         data = self.data
         found = {d for e in data["pages"].values() for d in e.get("files", {}).values()}
         found |= set(data["assets"].get("files", {}).values())
@@ -154,6 +157,7 @@ class State:
                         pass
 
     def save(self) -> None:
+        """Write state.json, keeping the digests of the files seen in this run only."""
         self.data["digests"] = {**self.data["digests"], **self.digests.new}
         live = set(self.digests.new)
         self.data["digests"] = {k: v for k, v in self.data["digests"].items() if k in live}

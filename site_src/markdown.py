@@ -14,8 +14,6 @@ A page is parsed once (`parse_page`, stage number) and rendered once (`render_pa
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
@@ -23,6 +21,7 @@ from mdit_py_plugins.anchors import anchors_plugin
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from . import blocks
+from .pages import Parsed
 from .render import RULES, PageContext, Rendered
 from .schema import FIGURE_ID
 from .tablewrap import install_markdown_rules
@@ -133,14 +132,6 @@ def make_parser(raw_html: bool = False) -> MarkdownIt:
 
 
 # ---------------------------------------------------------------- a page, parsed once and rendered once
-
-@dataclass
-class Parsed:
-    """A page's Markdown, parsed: its tokens, and its figure blocks in page order."""
-
-    tokens: list
-    figures: list      # blocks.figure.FigureBlock
-
 
 def parse_page(page, md: MarkdownIt, errors) -> Parsed:
     """The page parsed, on first use, and kept (page.parsed): each page is parsed once per build.

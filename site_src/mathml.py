@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from xml.etree.ElementTree import tostring
 
+from .errors import BuildError
+
 
 MAX_LATEX = 4000
 ATTRIBUTES = frozenset("""
@@ -24,7 +26,7 @@ _MACRO = re.compile(r"\\(?:def|gdef|edef|xdef|let|newcommand|renewcommand|provid
 _CHARREF = re.compile(r"&amp;(#x[0-9A-Fa-f]+;|#[0-9]+;)")
 
 
-class MathError(ValueError):
+class MathError(BuildError, ValueError):
     """LaTeX the site will not convert; the message says why."""
 
 

@@ -40,6 +40,7 @@ class Number:
 
     @property
     def needs_reference(self) -> bool:
+        """Whether the number rule applies: a decimal, a percentage or a signed number."""
         return self.decimal or self.percent or self.signed
 
 

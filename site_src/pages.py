@@ -14,6 +14,15 @@ PROSE_FIELDS = ("title", "nav_title", "summary", "subject", "question", "access"
 
 
 @dataclass
+class Parsed:
+    """A page's Markdown, parsed (site_src/markdown.py parse_page): its tokens, and its figure
+    blocks in page order (blocks.figure.FigureBlock)."""
+
+    tokens: list
+    figures: list
+
+
+@dataclass
 class Page:
     rel: str                 # content-relative path, e.g. "studies/organism.md"
     repo_rel: str            # repository-relative path, for error messages
@@ -22,24 +31,29 @@ class Page:
     meta_lines: dict         # field -> 1-based line in the page file
     body: str                # Markdown with the front matter blanked, so line numbers stay true
     number: int = 0          # position in the navigation (1-based): the N of "Fig. N.M"
-    parsed: object = None    # markdown.Parsed: the Markdown parsed once (stage number), rendered by stage render
+    parsed: Parsed | None = None   # the Markdown parsed once (stage number), rendered by stage render
 
     @property
     def out_path(self) -> str:
+        """The page's HTML file under the site root."""
         return f"{self.url}index.html"
 
     @property
     def is_study(self) -> bool:
+        """Whether the page is a study page (it names a bundle)."""
         return "bundle" in self.meta
 
     @property
     def depth(self) -> int:
+        """How many folders the page's URL is below the site root."""
         return self.url.count("/")
 
     def where(self, line: int | None = None) -> str:
+        """`content/PAGE.md:LINE`, for errors."""
         return f"{self.repo_rel}:{line}" if line else self.repo_rel
 
     def field_where(self, name: str) -> str:
+        """The location of a front-matter field, for errors."""
         return self.where(self.meta_lines.get(name, 1))
 
 
@@ -76,6 +90,8 @@ def discover(files, errors) -> list[str]:
 
 
 def load_page(repo_rel: str, files, errors) -> Page | None:
+    """The page at `repo_rel` with its front matter checked; None (and errors added) when it cannot be
+    published."""
     rel = repo_rel[len("content/"):]
     try:
         url = url_for(rel)

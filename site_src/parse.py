@@ -15,17 +15,19 @@ import json
 
 import yaml
 
+from .errors import BuildError
+
 MAX_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 100
 MAX_NODES = 200_000
 
 
-class ParseProblem(Exception):
+class ParseProblem(BuildError):
     """A text that does not parse within the bounds; `line` is 1-based within the text (or None)."""
 
     def __init__(self, message: str, line: int | None = None):
-        self.message, self.line = message, line
-        super().__init__(f"line {line}: {message}" if line else message)
+        self.line = line
+        super().__init__(message, f"line {line}" if line else "")
 
 
 def _mark_line(exc: yaml.YAMLError, first_line: int) -> int | None:

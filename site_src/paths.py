@@ -23,6 +23,8 @@ import subprocess
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
+from .errors import BuildError
+
 STAMP = ".site-build"
 BUILDS = re.compile(r"\..+\.builds")      # `.<name>.builds/`: the build folders of output path <name>
 STAMP_TEXT = "made by site_src (build.py); this folder may be deleted by the next build\n"
@@ -30,11 +32,11 @@ MAX_NAME_BYTES = 255          # one path segment, as most file systems allow
 GIT_TIMEOUT_S = 60
 
 
-class InputRefused(Exception):
+class InputRefused(BuildError):
     """A path the build may not read; the message says which rule it broke."""
 
 
-class OutputRefused(Exception):
+class OutputRefused(BuildError):
     """An output location the build will not write to (or swap into), with the reason."""
 
 
@@ -109,6 +111,7 @@ class RepoFiles:
         return self.root / clean_rel(rel)
 
     def read_bytes(self, rel: str) -> bytes:
+        """The bytes of a file the path policy allows (InputRefused otherwise)."""
         return self.path(rel).read_bytes()
 
     def listed(self, folder: str, suffix: str = "") -> tuple[list[str], list[tuple[str, str]]]:

@@ -22,6 +22,7 @@ ROUNDING = 0.5e-6  # the source rounds to six decimals, so a mean of rounded val
 
 
 def load(path: Path) -> dict:
+    """A quoted fixture's JSON."""
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 

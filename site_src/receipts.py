@@ -33,16 +33,19 @@ class Resolved:
 
     @property
     def location(self) -> str:
+        """`PATH:LINE`, or `PATH` for a computed value."""
         return f"{self.source}:{self.line}" if self.line else self.source
 
     @property
     def receipt(self) -> str:
+        """The receipt's words: where the value was recorded, or how it was computed."""
         if self.line:
             return f"Recorded at {self.location}"
         return f"Computed from {self.source}: {self.expression}"
 
     @property
     def is_block(self) -> bool:
+        """Whether the value is an object or an array (shown as a table, not inline)."""
         return isinstance(self.value, (dict, list))
 
     @property

@@ -9,13 +9,15 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from .errors import BuildError
+
 OPS = ("==", "!=", "<=", ">=", "<", ">")
 AGGREGATES = ("count", "distinct", "mean", "min", "max", "sum")
 
 _SOURCE = re.compile(r"^(?P<file>[^\s:#|]+)(?::(?P<line>[0-9]+))?(?:#(?P<key>[^\s|]+))?$")
 
 
-class RefSyntaxError(ValueError):
+class RefSyntaxError(BuildError, ValueError):
     """A reference that does not follow the grammar."""
 
 
@@ -26,6 +28,7 @@ class Condition:
     value: object
 
     def text(self) -> str:
+        """The condition as written in a reference."""
         return f"{self.field} {self.op} {json.dumps(self.value) if isinstance(self.value, str) and ' ' in self.value else _plain(self.value)}"
 
 
@@ -36,6 +39,7 @@ class Aggregate:
     condition: Condition | None = None  # `count FIELD OP VALUE`
 
     def text(self) -> str:
+        """The aggregate stage as written in a reference."""
         if self.condition:
             return f"count {self.condition.text()}"
         return f"{self.name} {self.field}" if self.field else self.name
@@ -58,6 +62,7 @@ class Ref:
 
     @property
     def computed(self) -> bool:
+        """Whether the value is computed by stages (not read from one place)."""
         return bool(self.where or self.group or self.aggregate)
 
 
@@ -74,6 +79,7 @@ def parse_value(text: str) -> object:
 
 
 def parse_key_path(text: str) -> tuple:
+    """A `/`-separated key path as a tuple (list indices as integers)."""
     parts = text.split("/")
     if any(p == "" for p in parts):
         raise RefSyntaxError(f"empty segment in key path {text!r}")

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import jinja2
 from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
 from markupsafe import Markup, escape
@@ -62,7 +63,7 @@ class PageContext:
     errors: Errors
     resolver: Resolver | None = None
     figures: dict = field(default_factory=dict)    # figure id -> blocks.figure.FigureInfo
-    jinja: object = None                           # jinja2.Environment: templates/partials/
+    jinja: jinja2.Environment | None = None       # the site's templates: templates/partials/
     root: Path | None = None                       # the repository (the figure cache is under it)
     out: Rendered = field(default_factory=lambda: Rendered(""))
     line: int = 1          # the page line being rendered, for an internal error's location
@@ -75,13 +76,14 @@ class PageContext:
         return "../" * self.page.depth
 
     def error(self, message: str, line: int, fixture: str = "") -> None:
+        """Add an error at a page line (and the fixture location it was found at)."""
         self.errors.add(BuildError(message, self.page.where(line), fixture))
 
     def receipt(self, resolved: Resolved, text: str) -> Markup:
         """The value's receipt element, numbered in reading order and listed for the provenance table."""
         rid = f"ref-{len(self.out.values) + 1}"
         self.out.values.append((resolved, text, rid))
-        return receipt_html(resolved, text, rid, self.prefix)
+        return receipt_html(self.jinja, resolved, text, rid, self.prefix)
 
     def resolve(self, text: str, line: int) -> Resolved | None:
         """A reference's value, or None with the problem reported at `line`."""

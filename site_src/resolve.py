@@ -22,6 +22,7 @@ VIEWABLE = STRUCTURED + PROSE
 
 
 def key_text(path: tuple) -> str:
+    """A key path as written in a reference."""
     return "/".join(str(p) for p in path)
 
 
@@ -42,6 +43,8 @@ class Resolver:
 
     # -- files -------------------------------------------------------------------------------
     def locate(self, file: str) -> tuple[Path, str]:
+        """(absolute path, repo-relative path) of a fixture name: the page's bundle first, then the
+        repository."""
         if os.path.isabs(file):
             raise FixtureProblem("use a path relative to the bundle or the repository, not an absolute one", file)
         if self.files is None:
@@ -119,9 +122,11 @@ class Resolver:
 
     # -- references --------------------------------------------------------------------------
     def resolve(self, text: str) -> Resolved:
+        """A reference's value with its receipt (the text between the braces)."""
         return self.resolve_ref(parse_ref(text))
 
     def resolve_ref(self, ref: Ref) -> Resolved:
+        """A parsed reference's value with its receipt."""
         path, rel = self.locate(ref.file)
         fixture = self.cache.get(path, rel)
         if isinstance(fixture, Structured):

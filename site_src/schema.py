@@ -149,9 +149,11 @@ class FigureKind:
     claim_from: str = ""         # data key whose value's claim kind is the figure's (neutral: observational)
 
     def data_schema(self) -> Schema:
+        """The schema of the kind's `data` mapping."""
         return Schema(self.data, unknown="unknown data key", kind_name="data key", missing="`data`")
 
     def options_schema(self) -> Schema:
+        """The schema of the kind's `options` mapping (the common options included)."""
         return Schema({**self.options, **COMMON_OPTIONS}, unknown="unknown option", kind_name="option",
                       missing="`options`")
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from .errors import internal_error
+from .errors import BuildError, internal_error
 
 WATCHED = ("content", "templates", "bundles", "quoted", "registrations", "reproductions", "data")
 LIVE_PREFIX = "/__serve/"
@@ -32,7 +32,7 @@ LIVE_TAG = b'<script src="/__serve/live.js"></script>'
 KEEPALIVE_S = 10.0
 
 
-class PortRefused(Exception):
+class PortRefused(BuildError):
     """The server cannot listen where it was asked to (the message is one line)."""
 
 
@@ -107,12 +107,14 @@ class BuildState:
         self.finished = 0.0
 
     def publish(self, ok: bool, errors: list[str]) -> None:
+        """Record a finished build's outcome and wake the pages waiting for it."""
         with self.cond:
             self.number += 1
             self.ok, self.errors, self.finished = ok, errors, time.time()
             self.cond.notify_all()
 
     def as_json(self) -> bytes:
+        """The last build's outcome as the event the live script reads."""
         return json.dumps({"build": self.number, "ok": self.ok, "errors": self.errors,
                            "finished_ms": round(self.finished * 1000)}).encode()
 

@@ -65,6 +65,7 @@ class CopiedFile:
         self.path = path
 
     def read_bytes(self) -> bytes:
+        """The file's bytes."""
         return self.path.read_bytes()
 
     def __eq__(self, other) -> bool:
@@ -72,4 +73,5 @@ class CopiedFile:
 
 
 def sha256(data: bytes) -> str:
+    """The sha256 of bytes, as hex."""
     return hashlib.sha256(data).hexdigest()

@@ -10,28 +10,14 @@ schema entry.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import yaml
 
 from ..errors import BuildError
 from ..parse import ParseProblem, load_yaml
 from . import figure, table
+from .lines import Lines
 
 KINDS = {"table": table, "figure": figure}
-
-
-@dataclass(frozen=True)
-class Lines:
-    """Where a block's keys sit on the page: its fence's line, and each key's (`options/mode` for
-    a key of a nested mapping)."""
-
-    fence: int
-    keys: dict
-
-    def of(self, key: str) -> int:
-        """The page line of `key` (the line after the fence when the block lacks it)."""
-        return self.keys.get(key, self.fence + 1)
 
 
 def parse(kind: str, body: str, line: int, ctx, inline):

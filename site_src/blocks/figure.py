@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from ..errors import BuildError, FixtureProblem
+from ..pages import Page
 from ..schema import FIGURE_BLOCK, FIGURE_ID, FIGURE_KINDS, nearest
 from ..render import page_context
+from .lines import Lines
 
 
 @dataclass
@@ -18,7 +20,7 @@ class FigureInfo:
     """A numbered figure, for [[fig:ID]] links from any page."""
 
     id: str
-    page: object     # pages.Page
+    page: Page
     number: str      # "N.M"
     line: int
 
@@ -36,7 +38,7 @@ class FigureBlock:
     options: dict
     caption: list                # the caption's inline tokens
     spec: dict                   # the block as written, for the figure kind (site_src/figures)
-    lines: object                # blocks.Lines
+    lines: Lines
     drawable: bool
 
 

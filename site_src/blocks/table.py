@@ -11,6 +11,7 @@ from ..receipt_html import raw_text
 from ..receipts import Resolved
 from ..refgrammar import RefSyntaxError, parse_ref
 from ..render import page_context
+from .lines import Lines
 from ..schema import TABLE_BLOCK
 
 
@@ -24,7 +25,7 @@ class TableBlock:
     caption: list | None         # the caption's inline tokens
     sort: str | None             # a column; a leading '-' sorts descending
     fields: list | None          # which fields of the block's objects, in order
-    lines: object                # blocks.Lines
+    lines: Lines
 
 
 def parse(values: dict, lines, ctx, inline) -> TableBlock | None:

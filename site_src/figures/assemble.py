@@ -137,6 +137,7 @@ def _cell(value) -> str:
 
 
 def table_csv(table: Table) -> bytes:
+    """The figure's data table as CSV bytes (the download beside the figure)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(table.columns)

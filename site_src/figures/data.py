@@ -14,6 +14,7 @@ from .types import FigureContext, FigureError
 
 
 def spec_data(spec: dict, key: str, default: Any = None) -> Any:
+    """The value of `data.KEY` in a figure spec, or `default`; FigureError when it is missing."""
     data = spec.get("data") or {}
     if not isinstance(data, dict):
         raise FigureError(spec_id(spec), "`data` must be a mapping")
@@ -25,10 +26,12 @@ def spec_data(spec: dict, key: str, default: Any = None) -> Any:
 
 
 def spec_id(spec: dict) -> str:
+    """The figure's id, for messages (`?` when it has none)."""
     return str(spec.get("id") or "?")
 
 
 def options(spec: dict) -> dict:
+    """The spec's `options` mapping ({} when absent)."""
     opts = spec.get("options") or {}
     if not isinstance(opts, dict):
         raise FigureError(spec_id(spec), "`options` must be a mapping")
@@ -83,6 +86,7 @@ def file_receipt(ctx: FigureContext, name: str) -> Resolved:
 
 
 def computed(base: Resolved, value: Any, expression: str) -> Resolved:
+    """A Resolved for a value computed from `base`'s fixture, its receipt naming `expression`."""
     return dataclasses.replace(base, value=value, line=None, expression=expression)
 
 
@@ -168,6 +172,8 @@ class RankedSpec:
 
 
 def ranked_spec(spec: dict, ctx: FigureContext) -> RankedSpec:
+    """What the ranking kinds share, read from the spec: options, files, mode, patch score, rankings and the
+    dimension shown."""
     opts = options(spec)
     mode = opts.get("mode", "mean")
     patch_score = opts.get("patch_score", "mean_ratio")
@@ -181,6 +187,7 @@ def ranked_spec(spec: dict, ctx: FigureContext) -> RankedSpec:
 
 
 def pick_dimension(spec: dict, available, option: str | None) -> str:
+    """The dimension the static view shows: the option's, or the first available."""
     available = list(available)
     if option is None:
         return available[0]
@@ -190,6 +197,7 @@ def pick_dimension(spec: dict, available, option: str | None) -> str:
 
 
 def fmt_rank(rank: float) -> str:
+    """A rank as text: a whole number, or one decimal for a tie."""
     return str(int(rank)) if float(rank).is_integer() else f"{rank:.1f}"
 
 

@@ -28,6 +28,7 @@ def _cells(block, figure_id: str, where: str) -> tuple[list[str], list[str], lis
 
 
 def build(spec: dict, ctx) -> FigureParts:
+    """The heatmap's parts: one labelled cell per matrix entry, on a diverging scale."""
     opts = options(spec)
     resolved = ctx.resolve_ref(spec_data(spec, "matrix"))
     rows_l, cols_l, cells = _cells(resolved.value, spec_id(spec), resolved.location)

@@ -17,6 +17,8 @@ FIELDS = ("dimension", "pair_id", "layer", "running_margin")
 
 
 def build(spec: dict, ctx) -> FigureParts:
+    """The lens curve's parts: the mean running margin per dimension against depth, with crystallization
+    depth."""
     opts = options(spec)
     lens = spec_data(spec, "lens")
     path, rows = read_rows(ctx, lens, FIELDS)

@@ -14,6 +14,7 @@ from .types import FigureError, FigureParts, Table
 
 
 def build(spec: dict, ctx) -> FigureParts:
+    """The margin distribution's parts: a tick per pair's margin and a diamond at each dimension's mean."""
     opts = options(spec)
     source = spec_data(spec, "pairs")
     path, rows = read_rows(ctx, source, ("dimension", "pair_id"))

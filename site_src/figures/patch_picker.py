@@ -20,6 +20,7 @@ STATES = ["clean", "patched", "patched, off-distribution"]
 
 
 def build(spec: dict, ctx) -> FigureParts:
+    """The patch picker's parts: each pair's clean and patched margin for the chosen component."""
     rs = ranked_spec(spec, ctx)
     opts, mode, patching, ranked, dimension = rs.opts, rs.mode, rs.patching, rs.ranked, rs.dimension
     r = ranked[dimension]

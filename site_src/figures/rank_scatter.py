@@ -12,6 +12,7 @@ from .types import Control, FigureParts, Table
 
 
 def build(spec: dict, ctx) -> FigureParts:
+    """The rank scatter's parts: attribution rank against patch rank, one dot per component."""
     rs = ranked_spec(spec, ctx)
     mode, ranked, dimension = rs.mode, rs.ranked, rs.dimension
 

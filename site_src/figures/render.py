@@ -17,7 +17,7 @@ import vl_convert
 from safe_io import write_atomic
 
 from . import vl_calls, worker
-from .svg_slim import slim_svg
+from .svg_slim import NUMERIC, slim_svg
 from .theme import FONT
 
 VL_VERSION = "6.4"
@@ -33,6 +33,7 @@ def rendered_count(cache_dir: Path) -> int:
 
 
 def spec_key(vl_spec: dict) -> str:
+    """The cache key of a Vega-Lite spec: its canonical JSON with the tool and pipeline versions."""
     payload = json.dumps(vl_spec, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     stamp = f"{vl_convert.__version__}|{VL_VERSION}|{PIPELINE_VERSION}|"
     return hashlib.sha256((stamp + payload).encode()).hexdigest()
@@ -69,6 +70,7 @@ def start_draws(vl_specs: list[dict], cache_dir: Path) -> tuple:
 
 
 def finish_draws(job: tuple) -> list[tuple[dict, str]]:
+    """The second half of `draw_all`: wait for what the workers draw, put it in shape and cache it."""
     cache_dir, out, todo, handed = job
     for i, vl_spec, vg_path, svg_path in todo:
         drawn = worker.result(handed.get(i))
@@ -93,7 +95,7 @@ def later(job) -> Future:
 
 
 _FONT_ATTR = FONT  # as vl-convert writes it in each <text> (single quotes kept)
-_ATTR_VALUE = re.compile(r'\s(?:d|transform|x|y|x1|x2|y1|y2|width|height|points)="[^"]*"')
+_ATTR_VALUE = re.compile(r'\s(?:' + "|".join(NUMERIC) + r')="[^"]*"')
 _DECIMALS = re.compile(r"(\d\.\d\d)\d+")
 _XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
 _INNER_ARIA = re.compile(r'\s+(?:role|aria-[a-z]+)="[^"]*"')

@@ -12,6 +12,7 @@ from .types import FigureError, FigureParts, Table
 
 
 def build(spec: dict, ctx) -> FigureParts:
+    """The rho bars' parts: one bar per (series, dimension), one panel per series."""
     opts = options(spec)
     series = spec_data(spec, "series")
     if not isinstance(series, list) or not series:

@@ -41,6 +41,7 @@ def figure_assets(cache_dir: Path | None = None) -> dict[str, bytes]:
 
 
 def figure_head_html(asset_prefix: str) -> str:
+    """The <link> and <script defer> tags a page with figures puts in its head."""
     prefix = asset_prefix if asset_prefix.endswith("/") or not asset_prefix else asset_prefix + "/"
     return (f'<link rel="stylesheet" href="{prefix}{CSS}">\n'
             f'<script src="{prefix}{LOADER}" defer></script>')

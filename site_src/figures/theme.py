@@ -45,6 +45,7 @@ THEMES = ("light", "dark")
 
 
 def vega_config(palette: dict) -> dict:
+    """The Vega-Lite config of one palette: colours, fonts, axes and grid."""
     text, muted, grid = palette["text"], palette["muted"], palette["grid"]
     return {
         "background": palette["background"],

@@ -16,6 +16,7 @@ from .types import FigureParts, Table
 
 
 def build(spec: dict, ctx) -> FigureParts:
+    """The top lists' parts: each method's top n, every number a receipt."""
     rs = ranked_spec(spec, ctx)
     opts, mode, attribution, patching, ranked, dimension = (
         rs.opts, rs.mode, rs.attribution, rs.patching, rs.ranked, rs.dimension)

@@ -5,15 +5,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..errors import BuildError
 from site_src.receipts import Resolved
 
 
-class FigureError(ValueError):
+class FigureError(BuildError, ValueError):
     """A figure that cannot be drawn: names the figure id and, where known, the fixture and line."""
 
     def __init__(self, figure_id: str, message: str):
-        self.figure_id, self.message = figure_id, message
-        super().__init__(f"figure {figure_id!r}: {message}")
+        self.figure_id = figure_id
+        super().__init__(message, f"figure {figure_id!r}")
 
 
 @dataclass

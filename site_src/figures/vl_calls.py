@@ -12,8 +12,10 @@ def draw(vl_spec: dict, vl_version: str) -> tuple[dict, str]:
 
 
 def png(vega_spec: dict, scale: float) -> bytes:
+    """A compiled Vega spec drawn as PNG at `scale`, nothing fetched."""
     return vl_convert.vega_to_png(vega_spec, scale=scale, allowed_base_urls=[])
 
 
 def bundle(snippet: str, vl_version: str) -> str:
+    """vl-convert's JavaScript bundle of `snippet` (the offline Vega runtime)."""
     return vl_convert.javascript_bundle(snippet=snippet, vl_version=vl_version)

@@ -23,11 +23,13 @@ from pathlib import Path
 
 import vl_convert
 
+from ..errors import BuildError
+
 LOOP = Path(__file__).with_name("worker_loop.py")
 
 
-class WorkerError(RuntimeError):
-    pass
+class WorkerError(BuildError, RuntimeError):
+    """A vl-convert worker process that died, babbled or did not answer in time."""
 
 
 class Worker:
@@ -42,9 +44,11 @@ class Worker:
         self.version = self.submit("version")   # checked before a drawing is trusted
 
     def alive(self) -> bool:
+        """Whether the worker process is still running."""
         return self.proc.poll() is None
 
     def submit(self, op: str, **args) -> Future:
+        """Send one request to the worker; a Future of its answer."""
         future: Future = Future()
         with self.lock:
             number = next(self.ids)
@@ -84,6 +88,7 @@ class Worker:
                 future.set_exception(WorkerError("the figure worker stopped"))
 
     def close(self) -> None:
+        """End the worker process (killed if it does not exit in 5 s)."""
         try:
             self.proc.stdin.close()
             self.proc.wait(timeout=5)

@@ -16,6 +16,7 @@ import vl_calls  # noqa: E402
 
 
 def answer(request: dict):
+    """The answer to one request (draw, png or bundle), as JSON-ready values."""
     op = request["op"]
     if op == "draw":   # Vega-Lite -> (Vega, SVG)
         vega, svg = vl_calls.draw(request["spec"], request["vl_version"])
@@ -30,6 +31,7 @@ def answer(request: dict):
 
 
 def main() -> None:
+    """Answer requests from stdin, one JSON line each, until stdin closes."""
     for line in sys.stdin:
         request = json.loads(line)
         try:

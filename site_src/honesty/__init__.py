@@ -32,9 +32,10 @@ class StudyHonesty:
 
 
 class Honesty:
-    def __init__(self, root: Path, errors, cache=None, files=None):
+    def __init__(self, root: Path, errors, cache=None, files=None, jinja=None):
         self.root = Path(root).resolve()
         self.errors = errors
+        self.jinja = jinja   # the site's templates: receipts are written by templates/partials/receipt.html
         self.resolver = Resolver(self.root, None, cache, files=files)
         # the path policy (site_src.paths.RepoFiles): records are read only when git tracks them
         self.refusal = self.resolver.files.refusal if self.resolver.files is not None else (lambda rel: None)
@@ -47,6 +48,7 @@ class Honesty:
 
     @property
     def used(self) -> dict[str, bool]:
+        """The records and fixtures honesty cited: repo path -> needs a line view."""
         return self.resolver.used
 
     @property
@@ -61,6 +63,7 @@ class Honesty:
         return self._registrations
 
     def registered_studies(self) -> set[str]:
+        """The studies some verified registration concerns."""
         return {v.registration.study for v in self.registrations}
 
     def study(self, page, bundle) -> StudyHonesty:
@@ -95,6 +98,7 @@ class Honesty:
         return info
 
     def corrections(self, study: str) -> list:
+        """A study's corrections (errata.py), read once; a problem is added to the errors."""
         if study not in self._corrections:
             try:
                 self._corrections[study] = errata.load(self.root, study, self.resolver, self.refusal)
@@ -141,7 +145,7 @@ class Honesty:
                         continue
                     rid = f"ref-{len(rendered.values) + 1}"
                     rendered.values.append((resolved, resolved.display, rid))
-                    cells[field] = receipt_html(resolved, resolved.display, rid, prefix)
+                    cells[field] = receipt_html(self.jinja, resolved, resolved.display, rid, prefix)
                 if len(cells) == 2:
                     shown.append({"item": item, **cells,
                                   "note_href": f"{prefix}source/{item.rel}.html#L{item.lines['corrects']}"})
@@ -158,6 +162,7 @@ class Honesty:
         return fixture if isinstance(fixture, Structured) else None
 
     def pages(self, render) -> dict[str, bytes]:
+        """The registration pages and their index, rendered with `render(template, prefix, **context)`."""
         from .site_pages import registration_pages
         return registration_pages(self, render)
 

@@ -53,6 +53,7 @@ class Correction:
 
     @property
     def path(self) -> tuple:
+        """The corrected value's key path in golden.json, as a tuple."""
         return tuple(self.key_path.split("/"))
 
     def ref(self, field: str) -> str:

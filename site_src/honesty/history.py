@@ -42,6 +42,7 @@ class Commit:
 
     @property
     def short(self) -> str:
+        """The commit's id as pages print it (12 characters)."""
         return self.sha[:12]
 
 
@@ -82,6 +83,7 @@ class History:
         self._blob_ids: dict[str, str] = {}
 
     def git(self, *args: str, data: bytes | None = None) -> bytes:
+        """The output of one git command in the repository; BuildError when git fails or runs too long."""
         try:
             done = subprocess.run(["git", "-C", str(self.root), *args], input=data, capture_output=True,
                                   timeout=TIMEOUT_S)
@@ -222,6 +224,7 @@ class History:
     # ------------------------------------------------------------ the questions
 
     def date(self, sha: str) -> str:
+        """The commit date of `sha`, ISO 8601."""
         graph = self._graph()
         if sha not in graph.date:
             graph.date[sha] = self.git("show", "-s", "--format=%cI", sha).decode().strip()
@@ -237,6 +240,7 @@ class History:
         return Commit(shas[-1], self.date(shas[-1])) if shas else None
 
     def content_at(self, sha: str, rel: str) -> bytes:
+        """A file's bytes as commit `sha` holds it."""
         return self.git("show", f"{sha}:{rel}")
 
     def holds(self, sha: str, rel: str, data: bytes) -> bool | None:
@@ -454,6 +458,7 @@ class History:
         return self._ancestors[newer]
 
     def is_strict_ancestor(self, older: str, newer: str) -> bool:
+        """Whether `older` is an ancestor of `newer` and not the same commit."""
         if older == newer:
             return False
         graph = self._graph()
@@ -468,4 +473,5 @@ class History:
 
 
 def sha256(data: bytes) -> str:
+    """The sha256 of bytes, as hex."""
     return hashlib.sha256(data).hexdigest()

@@ -48,12 +48,14 @@ class Condition:
     interval: tuple = ()
 
     def holds(self, value: float) -> bool:
+        """Whether `value` meets the condition."""
         if self.interval:
             return self.interval[0] <= value <= self.interval[1]
         return OPS[self.op](value, self.bound)
 
     @property
     def text(self) -> str:
+        """The condition in words, as the page prints it."""
         if self.interval:
             return f"between {self.interval[0]:g} and {self.interval[1]:g} (inclusive)"
         return f"{self.op} {self.bound:g}"
@@ -73,6 +75,7 @@ class Registration:
 
     @property
     def rel(self) -> str:
+        """The record's path in the repository."""
         return self.doc.rel
 
 
@@ -91,6 +94,7 @@ class Verified:
 
     @property
     def awaiting(self) -> bool:
+        """Whether the registration still waits for its data."""
         return self.value is None
 
     @property
@@ -100,6 +104,7 @@ class Verified:
 
     @property
     def verdict(self) -> str:
+        """The verdict the page shows: awaiting data, killed, confirmed or refuted."""
         if self.awaiting:
             return AWAITING
         if self.kill_holds:
@@ -108,6 +113,7 @@ class Verified:
 
     @property
     def first_data_commit(self) -> Commit | None:
+        """The first commit that gave the study's data its content, if any."""
         return self.data_commits[0][0] if self.data_commits else None
 
 
@@ -258,6 +264,7 @@ def _by_first_commit(files: list[str], holding: dict) -> tuple:
 
 def verify(reg: Registration, root: Path, history: History, resolver: Resolver,
            supersession: Supersession | None = None) -> Verified:
+    """A registration checked against git history and its study's data, with its verdict."""
     if supersession is not None:
         return verify_superseded(reg, root, history, supersession)
     if not (root / "bundles" / reg.study).is_dir():

@@ -64,14 +64,17 @@ class Reproduction:
 
     @property
     def by_authors(self) -> bool:
+        """Whether the record is a reproduction the project's own key signed."""
         return self.status == REPRODUCED and self.signature.project
 
     @property
     def independent(self) -> bool:
+        """Whether the record counts as an independent reproduction."""
         return self.status == REPRODUCED and not self.same_machine and not self.signature.project
 
     @property
     def label(self) -> str:
+        """The record's kind in words, as the page prints it."""
         if self.status == REPRODUCED:
             if self.signature.project:
                 return "reproduction by the authors (not independent)"

@@ -87,10 +87,12 @@ class PageCheck:
         self.bundle = page.meta.get("bundle") if isinstance(page.meta.get("bundle"), str) else None
 
     def error(self, message: str, line: int, fixture: str = "") -> None:
+        """Add an error at a page line."""
         self.errors.add(BuildError(message, self.page.where(line), fixture))
 
     # -- rungs -------------------------------------------------------------------------------
     def rung(self, trust, studies: set[str], line: int, what: str) -> None:
+        """Check a trust rung (the page's or a figure's) against what its bundle has."""
         if trust == "registered":
             registered = {v.registration.study for v in self.honesty.registrations if v.judges_current_data}
             if not studies & registered:
@@ -111,6 +113,7 @@ class PageCheck:
 
     # -- claims ------------------------------------------------------------------------------
     def resolved_kind(self, resolved) -> str | None:
+        """The claim kind of a value the page shows, from its fixture and key path."""
         expression = resolved.expression or ""
         if "#" not in expression.split("|", 1)[0] and resolved.line and Path(resolved.source).suffix in (".json", ".yaml", ".yml"):
             try:  # FILE:LINE: take the key path that sits on that line
@@ -124,6 +127,7 @@ class PageCheck:
         return claims.value_kind(resolved.source, expression)
 
     def run(self, rendered) -> None:
+        """Every rung and claim check of the page and its figure blocks."""
         page = self.page
         figure_kinds = []
         for block in rendered.figures:   # the page's figure blocks, as parsed (site_src/blocks/figure.py)

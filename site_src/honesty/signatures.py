@@ -55,9 +55,11 @@ class Signer:
 
     @property
     def project(self) -> bool:
+        """Whether this is the project's own key."""
         return self.principal == PROJECT_SIGNER
 
     def allowed_line(self) -> str:
+        """The signer's line in allowed_signers, as ssh-keygen -Y verify reads it."""
         return f'{self.principal} namespaces="{NAMESPACE}" {self.key_type} {self.key}\n'
 
 
@@ -71,10 +73,12 @@ class Signature:
 
     @property
     def verified(self) -> bool:
+        """Whether the signature verified against an allowed signer."""
         return bool(self.signer)
 
     @property
     def text(self) -> str:
+        """Who signed, as the page prints it, or why the signature is not verified."""
         if self.verified:
             return f"{self.signer} (the project's own key)" if self.project else self.signer
         return self.problem

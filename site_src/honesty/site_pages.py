@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from ..receipt_html import receipt_html
+from ..receipt_html import provenance_row, receipt_html
 from ..receipts import Resolved
 from ..urls import source_href
 from .registrations import FOLDER
@@ -17,22 +17,21 @@ INDEX = "registrations/index.html"
 
 
 def record_url(reg_id: str) -> str:
+    """The URL folder of a registration's page."""
     return f"registrations/{reg_id}/"
 
 
 class _Receipts:
     """Numbers receipts on one page and collects them for its provenance table."""
 
-    def __init__(self, prefix: str):
-        self.prefix, self.rows = prefix, []
+    def __init__(self, jinja, prefix: str):
+        self.jinja, self.prefix, self.rows = jinja, prefix, []
 
     def __call__(self, resolved: Resolved, text: str | None = None) -> Markup:
         rid = f"ref-{len(self.rows) + 1}"
         shown = text if text is not None else resolved.display
-        self.rows.append({"text": shown, "raw": str(resolved.value), "receipt": resolved.receipt,
-                          "href": self.prefix + resolved.href if resolved.href else "", "anchor": rid,
-                          "source": resolved.source, "line": resolved.line, "expression": resolved.expression})
-        return receipt_html(resolved, shown, rid, self.prefix)
+        self.rows.append(provenance_row(resolved, shown, rid, self.prefix))
+        return receipt_html(self.jinja, resolved, shown, rid, self.prefix)
 
 
 def registration_pages(honesty, render) -> dict[str, bytes]:
@@ -45,7 +44,7 @@ def registration_pages(honesty, render) -> dict[str, bytes]:
     for item in verified:
         reg = item.registration
         prefix = "../../"
-        receipts = _Receipts(prefix)
+        receipts = _Receipts(honesty.jinja, prefix)
         context = {
             "v": item, "reg": reg,
             "value_html": receipts(item.value) if item.value else "", "kill_value_html": receipts(item.kill_value) if item.kill_value else "",

@@ -46,6 +46,7 @@ class Supersession:
 
     @property
     def short(self) -> str:
+        """The commit the record was judged on, as pages print it (12 characters)."""
         return self.judged_at[:12]
 
     @property

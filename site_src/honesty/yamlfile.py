@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import BuildError
+from ..errors import BuildError, BuildErrors
 from ..parse import ParseProblem, load_yaml
 
 MAX_BYTES = 256 * 1024
@@ -32,14 +32,14 @@ class Record:
         return f"{self.rel}:{self.lines.get(path, 1)}"
 
     def check_fields(self, fields: tuple, unknown: str, missing: str) -> None:
-        """Refuse a key outside `fields` and a field that is absent, naming the line; the
-        messages end with `unknown` and `missing` (what the record kind expects)."""
-        for key in self.data:
-            if key not in fields:
-                raise BuildError(f"unknown field {key!r}{unknown}", self.where(str(key)))
-        for key in fields:
-            if key not in self.data:
-                raise BuildError(f"lacks {key!r}{missing}", self.where())
+        """Refuse a key outside `fields` and a field that is absent, naming the line: every one of
+        them at once (BuildErrors); the messages end with `unknown` and `missing` (what the record
+        kind expects)."""
+        problems = [BuildError(f"unknown field {key!r}{unknown}", self.where(str(key)))
+                    for key in self.data if key not in fields]
+        problems += [BuildError(f"lacks {key!r}{missing}", self.where()) for key in fields if key not in self.data]
+        if problems:
+            raise BuildErrors(problems)
 
 
 def record_files(root: Path, folder: Path, named, name_rule: str, refusal, errors, skip: tuple = ()):

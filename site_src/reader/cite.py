@@ -22,6 +22,7 @@ def _page_address(config, page) -> str:
 
 
 def bibtex(config, page, bundle, facts: Facts) -> str:
+    """The study's BibTeX entry, naming the bundle's sha256 and the commit."""
     key = re.sub(r"[^A-Za-z0-9-]", "-", f"{bundle.name}-study")
     commit = facts.commit or "unknown"
     state = ", with uncommitted changes" if facts.dirty else ""
@@ -39,6 +40,7 @@ def bibtex(config, page, bundle, facts: Facts) -> str:
 
 
 def citation_cff(config, page, bundle, facts: Facts) -> str:
+    """The study's CITATION.cff, naming the bundle's sha256 and the commit."""
     message = "If you use this study's data, cite it as below; the identifier is the sha256 of its bundle."
     if facts.dirty:
         message += " This site was built from a checkout with uncommitted changes: the commit alone does not give it."
@@ -63,6 +65,7 @@ def citation_cff(config, page, bundle, facts: Facts) -> str:
 
 
 def cite_context(config, page, bundle, facts: Facts) -> tuple[dict, dict]:
+    """(template context, files) of a study page's "Cite this study" block."""
     cff_path = f"{page.url}CITATION.cff"
     context = {"bibtex": bibtex(config, page, bundle, facts), "cff_href": "CITATION.cff",
                "sha256": bundle.sha256, "commit": facts.commit or "", "dirty": facts.dirty,

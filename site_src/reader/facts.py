@@ -16,10 +16,12 @@ class Facts:
 
     @property
     def short(self) -> str:
+        """The commit's id as pages print it (12 characters)."""
         return self.commit[:12] if self.commit else ""
 
     @property
     def footer(self) -> str:
+        """The footer's sentence naming the commit."""
         if not self.commit:
             return "Built outside a git checkout: no commit to name."
         state = " plus uncommitted changes" if self.dirty else ""
@@ -27,6 +29,7 @@ class Facts:
 
 
 def site_facts(root: Path) -> Facts:
+    """The commit the site is built from, whether the tree is dirty, and the commit's date."""
     commit, dirty = git_state(root)
     date = None
     if commit:

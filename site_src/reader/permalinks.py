@@ -11,11 +11,13 @@ _TAGS = re.compile(r"<[^>]+>")
 
 
 def permalink(anchor: str, what: str) -> str:
+    """The permalink element of an anchor."""
     return (f'<a class="permalink" href="#{escape(anchor)}" aria-label="Permalink to {escape(what)}"'
             f' data-pagefind-ignore></a>')
 
 
 def add_permalinks(html: str) -> str:
+    """A page body with a permalink after each section heading."""
     def one(match: re.Match) -> str:
         level, anchor, inner = match.groups()
         title = " ".join(unescape(_TAGS.sub(" ", inner)).split())

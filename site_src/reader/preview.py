@@ -64,6 +64,7 @@ def start_preview(body_html: str, page_files: dict, cache_dir: Path) -> None:
 
 
 def render_png(spec: dict, cache_dir: Path) -> bytes:
+    """A figure's preview image (PNG), cached by its spec."""
     path = _cache_path(spec, cache_dir)
     if path.is_file():
         return path.read_bytes()
@@ -75,6 +76,7 @@ def render_png(spec: dict, cache_dir: Path) -> bytes:
 
 
 def og_context(root: Path, config, page, body_html: str, page_files: dict, prefix: str) -> tuple[dict, dict]:
+    """(OpenGraph template context, files) of one page: title, description, and a study's preview image."""
     title = page.meta.get("title", "")
     og = {"title": title, "description": page.meta.get("summary", ""), "site_name": config.title,
           "type": "article" if page.url else "website", "url": "", "image": "", "image_alt": ""}

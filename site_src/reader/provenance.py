@@ -4,17 +4,14 @@ per fixture and a link here, so the values' full list does not weigh on every re
 """
 from __future__ import annotations
 
-from site_src.receipt_html import raw_text
+from site_src.receipt_html import provenance_row
 
 NAME = "provenance.html"
 
 
 def rows(rendered, prefix: str) -> list[dict]:
     """One row per value, in reading order (the template groups them by fixture)."""
-    return [{"text": text, "raw": raw_text(resolved.value), "receipt": resolved.receipt,
-             "href": prefix + resolved.href if resolved.href else "", "anchor": rid,
-             "source": resolved.source, "line": resolved.line, "expression": resolved.expression}
-            for resolved, text, rid in rendered.values]
+    return [provenance_row(resolved, text, rid, prefix) for resolved, text, rid in rendered.values]
 
 
 def provenance_page(jinja, common: dict, page, rendered) -> dict:

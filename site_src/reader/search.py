@@ -14,16 +14,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..errors import BuildError
+
 FOLDER = "pagefind"
 UNUSED = ("pagefind-ui.js", "pagefind-ui.css", "pagefind-component-ui.js", "pagefind-component-ui.css",
           "pagefind-modular-ui.js", "pagefind-modular-ui.css", "pagefind-highlight.js")
 
 
-class SearchError(RuntimeError):
-    pass
+class SearchError(BuildError, RuntimeError):
+    """The search index could not be made."""
 
 
 def available() -> bool:
+    """Whether Pagefind is installed."""
     return importlib.util.find_spec("pagefind") is not None
 
 
@@ -76,6 +79,7 @@ class Indexing:
         return sum(1 for p in out.rglob("*") if p.is_file())
 
     def abandon(self) -> None:
+        """Stop the indexer and wait for it (the build failed)."""
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.communicate()

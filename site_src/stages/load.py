@@ -24,6 +24,7 @@ class RepoLoader(jinja2.BaseLoader):
         self.files = files
 
     def get_source(self, environment, template):
+        """A template's text, if the path policy allows reading it."""
         rel = f"templates/{template}"
         try:
             text = self.files.read_bytes(rel).decode("utf-8")
@@ -33,6 +34,7 @@ class RepoLoader(jinja2.BaseLoader):
 
 
 def make_env(files: RepoFiles) -> jinja2.Environment:
+    """The site's Jinja environment: templates read through the path policy, autoescaped, strict."""
     env = jinja2.Environment(loader=RepoLoader(files), autoescape=True, undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
     env.globals.update(table_wrap=table_wrap)  # the one table wrapper (site_src/tablewrap.py)
@@ -67,7 +69,7 @@ def load_site(root: Path, errors: Errors) -> Site | None:
     facts = reader.site_facts(root)
     jinja.globals.update(built=facts, og=None, cite=None, provenance_href="")  # reader features (site_src/reader)
     cache = FixtureCache()
-    honesty = Honesty(root, errors, cache, files=files)
+    honesty = Honesty(root, errors, cache, files=files, jinja=jinja)
     honesty.study_urls = {p.meta["bundle"]: p.url for p in pages.values()
                           if p.is_study and isinstance(p.meta.get("bundle"), str)}
     return Site(root, files, errors, config, pages, order, jinja, facts, cache, honesty)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 import jinja2
 
@@ -23,9 +23,6 @@ from ..bundles import Bundle
 from ..reader import Facts
 from ..render import Rendered
 
-if TYPE_CHECKING:   # a type only: the page cache is site.py's; the stages see its `reuse` alone
-    from ..incremental import PageMemo
-
 
 # reuse(what, subject, make) -> make()'s result for `subject`, or the same result the last build
 # made when nothing it was made from changed (site.py passes the page cache's, incremental.PageMemo
@@ -36,6 +33,17 @@ Reuse = Callable[[str, Any, Callable[[], Any]], Any]
 def make_anew(what: str, subject, make):
     """The `Reuse` of a clean build: everything is made."""
     return make()
+
+
+class PageCache(Protocol):
+    """What site.py's page cache (incremental.PageMemo) offers: the stages' hook, and the save
+    once the new site is in place."""
+
+    def reuse(self, what: str, subject: Any, make: Callable[[], Any]) -> Any:
+        """The `Reuse` hook."""
+
+    def commit(self) -> None:
+        """Keep what this build made, for the next one."""
 
 
 @dataclass
@@ -52,7 +60,7 @@ class Site:
     facts: Facts                   # the commit the site is built from (site_src/reader)
     cache: FixtureCache
     honesty: Honesty
-    nav_html: dict = field(default_factory=dict, repr=False)   # stage 5: the navigation per folder depth
+    nav_links: dict = field(default_factory=dict, repr=False)   # stage 5: the navigation's links per folder depth
 
 
 @dataclass
@@ -100,8 +108,9 @@ class BuildResult:
     files: dict = field(default_factory=dict)          # path -> bytes | sources.CopiedFile
     bundle_pages: list[tuple[str, Bundle]] = field(default_factory=list)   # (page output path, its bundle)
     note: str = ""                                     # e.g. how many pages were reused (site_src/incremental.py)
-    memo: PageMemo | None = field(default=None, repr=False)   # site.py's page cache of this build
+    memo: PageCache | None = field(default=None, repr=False)   # site.py's page cache of this build
 
     @property
     def ok(self) -> bool:
+        """Whether the build found no error."""
         return not self.errors

@@ -6,12 +6,12 @@ from __future__ import annotations
 from html import escape as html_escape
 
 import jinja2
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from .. import browser_check, bundles, reader
 from ..errors import BuildError
 from ..paths import check_out_rel
-from ..receipt_html import raw_text
+from ..reader.provenance import rows as provenance_rows
 from ..sources import publish as publish_sources
 from ..sources import sha256
 from ..urls import href, url_path
@@ -103,21 +103,18 @@ def _check_outputs(out: dict, errors) -> None:
 
 
 def _nav(site: Site, current, prefix) -> Markup:
-    """The navigation's items as HTML. Every page at one folder depth links to the others the same
-    way, so the list is made once per depth and the current page marked by one replace: a page
-    no longer costs a loop over every other page."""
-    if prefix not in site.nav_html:
-        pages = site.pages
+    """The navigation's items (templates/partials/nav.html), the current page marked. Every page
+    at one folder depth links to the others the same way, so their links are worked out once per
+    depth."""
+    if prefix not in site.nav_links:
         # nav_title: a short label for the navigation bar, where a page's title is a whole question
-        site.nav_html[prefix] = "".join(
-            f'\n      <li><a href="{escape(href(prefix, pages[n].url))}">'
-            f'{escape(pages[n].meta.get("nav_title") or pages[n].meta.get("title", n))}</a></li>'
-            for n in site.order)
-    items = site.nav_html[prefix]
-    if current is not None:
-        link = f'<a href="{escape(href(prefix, current.url))}">'
-        items = items.replace(link, link[:-1] + ' aria-current="page">', 1)
-    return Markup(items)
+        site.nav_links[prefix] = [(name, href(prefix, site.pages[name].url),
+                                   site.pages[name].meta.get("nav_title") or site.pages[name].meta.get("title", name))
+                                  for name in site.order]
+    current_name = current.rel if current is not None else None
+    items = [{"href": link, "title": title, "current": name == current_name}
+             for name, link, title in site.nav_links[prefix]]
+    return Markup(site.jinja.get_template("partials/nav.html").render(items=items))
 
 
 def _common(site: Site, current, prefix):
@@ -131,11 +128,6 @@ def _common(site: Site, current, prefix):
 
 def _page_html(site: Site, page, rendered, bundle, honesty=None, extra=None) -> str:
     prefix = "../" * page.depth
-    provenance = []
-    for resolved, text, rid in rendered.values:
-        provenance.append({"text": text, "raw": raw_text(resolved.value), "receipt": resolved.receipt,
-                           "href": prefix + resolved.href if resolved.href else "", "anchor": rid,
-                           "source": resolved.source, "line": resolved.line, "expression": resolved.expression})
     listing = None
     if page.url == "":
         others = [site.pages[n] for n in site.order if site.pages[n] is not page]
@@ -154,7 +146,7 @@ def _page_html(site: Site, page, rendered, bundle, honesty=None, extra=None) -> 
         **common,
         page=page, title=page.meta.get("title", ""), summary=page.meta.get("summary", ""),
         description=page.meta.get("summary", ""), body=Markup(reader.add_permalinks(rendered.html)),
-        headings=rendered.headings, provenance=provenance, listing=listing, bundle=bundle, honesty=honesty,
+        headings=rendered.headings, provenance=provenance_rows(rendered, prefix), listing=listing, bundle=bundle, honesty=honesty,
         **(extra or {}),
     )
 

@@ -8,7 +8,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 from markupsafe import Markup, escape
 
 from generator_helpers import git, run, write_page

@@ -2,7 +2,7 @@
 import re
 import shutil
 
-from generator_helpers import run, tree_digest, write_page
+from generator_helpers import REPO, run, tree_digest, write_page
 
 
 def test_build_writes_pages_with_clean_urls(site):
@@ -40,11 +40,15 @@ def test_receipt_markup(site):
 
 
 def test_text_receipts_are_marked_apart_from_numbers():
+    from site_src.paths import RepoFiles
     from site_src.receipt_html import receipt_html
     from site_src.receipts import Resolved
+    from site_src.stages.load import make_env
+
+    jinja = make_env(RepoFiles(REPO))
 
     def one(value):
-        return str(receipt_html(Resolved(value, "data/q.json", 2, "data/q.json#v", "source/data/q.json.html#L2"),
+        return str(receipt_html(jinja, Resolved(value, "data/q.json", 2, "data/q.json#v", "source/data/q.json.html#L2"),
                                 str(value), "ref-1", "../"))
     assert one(0.5).startswith('<a class="ref" href="../source/data/q.json.html#L2" id="ref-1"')
     assert one("a <quoted> label").startswith('<a class="ref ref-text" ')
