@@ -1,25 +1,41 @@
-"""Key recovery: how well each instrument's ranking finds a planted answer key.
+"""Key recovery: how well each instrument's ranking finds a planted answer key, under every
+analysis choice declared before the data (a specification curve).
 
 Standard library only; ships in every bundle zip beside `rankstats.py`. The measurement stage
-writes `golden.json`'s `key_recovery` block with `summary()`, and `reproduce.py` recomputes its
-point estimates with `check()` whenever the bundle holds a `key.json` with `dimensions`.
+writes `golden.json`'s `key_recovery` block with `summary()` and the bundle's `spec_curve.jsonl`
+with `spec_rows()`; `reproduce.py` recomputes every point estimate of both with `check()` and
+`check_spec_rows()` whenever the bundle holds a `key.json` with `dimensions`.
 
-Per dimension (one rule of one organism) and method, over the key universe (heads and MLPs):
+Per dimension (one rule of one organism), over the key universe (heads and MLPs), every
+per-pair value is divided by the pair's |clean margin|: attribution a / |m|, and each patching
+mode's effect e / |m| (signed). A component's score under an aggregation:
 
-- a component's score: attribution = |mean signed attribution over pairs|; patching (each mode)
-  = mean |effect| / |clean margin| over pairs (`rankstats.patch_fraction`);
-- AUC: `rankstats.roc_auc` of the scores against key membership (chance 0.5);
-- rho: `rankstats.spearman` of the scores against the key's role strength (0 outside the key);
-- top-k inclusion: `rankstats.topk_inclusion` with k = the key's size, ties shared; averaged
-  over the key members of each role (`role_recall`) and over the distractors of each role
-  (`distractor_rate`).
+- `site` (as the site's other studies score them): attribution |mean of a/|m||, patching the
+  mean of |e|/|m|;
+- `magnitude`: the mean of the per-pair magnitude, for both methods;
+- `signed`: the magnitude of the mean signed value, for both methods.
 
-Intervals: AUCs and their gaps resample organisms, then seed pairs inside each rule
-(`rankstats.hierarchical_bootstrap`); rhos resample seed pairs with the organisms fixed.
+Scores below the floor count as zero (ties). Metrics over the universe, against a key:
+
+- `auc`: `rankstats.roc_auc` of the scores against membership (chance 0.5);
+- `precision_at_k`: the expected share of key members among the k highest scores, k the key's
+  size, ties broken at random (`rankstats.topk_inclusion`); chance k / universe.
+
+The key comes from key.json (`keys`): `circuit` (every component the rule's designed circuit
+runs through), `direct` (those that write the reward at the scoring token on a clean input with
+the word), `single` (those whose removal alone changes the rule's designed reward). A dimension
+whose key is empty under a definition (a fallback rule has no single-necessary member) gives no
+value there. A headline is the mean over dimensions; every family holds the same number.
+
+Intervals (primary specification only): 95% percentiles of 1000 resamples (seed 0) that draw
+families with replacement, organisms within each drawn family, then the seed pairs of every
+dimension of each drawn organism; per family, organisms then pairs.
 """
 from __future__ import annotations
 
+import itertools
 import math
+import random
 
 try:  # inside the repository: bundle_kit.keyrecovery
     from . import rankstats
@@ -27,186 +43,386 @@ except ImportError:  # inside a bundle zip: beside rankstats.py
     import rankstats
 
 METHODS = ("attribution", "patching_mean", "patching_zero", "patching_swap")
+SPEC_FILE = "spec_curve.jsonl"
+MODES = ("mean", "zero", "swap")
 UNIVERSE_KINDS = ("head", "mlp")
 BOOTSTRAP = {"resamples": 1000, "seed": 0, "level": 0.95}
+# The specification grid and the primary specification, frozen in registrations/planted-v2-*.yaml.
+GRID = {"floor": (0.0, 0.001, 0.005, 0.01, 0.05), "key": ("circuit", "direct", "single"),
+        "aggregation": ("site", "magnitude", "signed"), "metric": ("auc", "precision_at_k"),
+        "mode": MODES}
+PRIMARY = {"floor": 0.01, "key": "circuit", "aggregation": "site", "metric": "auc", "mode": "mean"}
+ROBUST_SHARE = 0.9          # a conclusion holding in at least this share of its specifications
+# Traps, scored at the primary specification by top-k inclusion (k the circuit key's size):
+# trap -> (key members or distractors, roles)
+TRAPS = {"backup": ("members", ("backup",)),
+         "fallback": ("members", ("primary", "fallback_detector", "fallback_scorer")),
+         "offdist_gate": ("distractors", ("offdist_gate",)),
+         "upstream": ("members", ("early_compute", "relay")),
+         "mover": ("members", ("mover",)),
+         "decoy": ("distractors", ("decoy", "canceller"))}
+# The background must overlap the weakest designed key members (the minor carriers), or the
+# calibration is void: the share of non-key scores (mean-mode patching, per-pair magnitude, no
+# floor) at or above the median minor-carrier score must be at least this.
+OVERLAP_MIN_SHARE = 0.02
 
 
 def _kind(component: str) -> str:
     return component.split("_L", 1)[0]
 
 
-def seed_sums(attribution_rows, patching_rows) -> dict:
-    """{dimension: {"components": [...], "seeds": {seed: {method: ([sums], n)}}}} over the key
-    universe; a seed's sums add its pairs' per-pair values (signed attribution, patch fraction)."""
-    table: dict = {}
+# ---------------------------------------------------------------- the table of per-pair values
 
-    def add(dimension, seed, method, component, value):
-        entry = table.setdefault(dimension, {"components": set(), "values": {}})
-        entry["components"].add(component)
-        cell = entry["values"].setdefault((seed, method, component), [0.0, 0])
-        cell[0] += value
-        cell[1] += 1
-
+def pair_table(attribution_rows, patching_rows) -> dict:
+    """{dimension: {"components": [names], "seeds": {seed: [(pair values by method), ...]}}}:
+    per pair, for each method, the list of values over the components, divided by |margin|."""
+    cells: dict = {}
+    margins: dict = {}
     for row in attribution_rows:
         if _kind(row["component"]) in UNIVERSE_KINDS:
-            add(row["dimension"], row["seed_id"], "attribution", row["component"], row["attribution"])
+            key = (row["dimension"], row["seed_id"], row["pair_id"])
+            cells.setdefault(key, {}).setdefault("attribution", {})[row["component"]] = row["attribution"]
+            margins[key] = row["margin"]
     for row in patching_rows:
         if _kind(row["component"]) in UNIVERSE_KINDS:
-            add(row["dimension"], row["seed_id"], f"patching_{row['mode']}", row["component"],
-                rankstats.patch_fraction(row))
-    out = {}
-    for dimension, entry in sorted(table.items()):
-        names = sorted(entry["components"])
-        seeds: dict = {}
-        for (seed, method, _c) in entry["values"]:
-            seeds.setdefault(seed, {}).setdefault(method, None)
-        for seed, methods in seeds.items():
-            for method in methods:
-                cells = [entry["values"].get((seed, method, c)) for c in names]
-                if any(c is None for c in cells):
-                    raise rankstats.FixtureError(dimension, None, f"seed {seed}: {method} lacks some components")
-                methods[method] = ([c[0] for c in cells], cells[0][1])
-        out[dimension] = {"components": names, "seeds": seeds}
+            key = (row["dimension"], row["seed_id"], row["pair_id"])
+            cells.setdefault(key, {}).setdefault(f"patching_{row['mode']}", {})[row["component"]] = row["effect"]
+            margins.setdefault(key, row["clean_margin"])
+    out: dict = {}
+    for (dimension, seed, pair), by_method in sorted(cells.items()):
+        names = sorted(by_method.get("attribution", {}))
+        entry = out.setdefault(dimension, {"components": names, "seeds": {}})
+        if names != entry["components"]:
+            raise rankstats.FixtureError(dimension, None, f"pair {pair}: attribution rows cover other components")
+        margin = abs(margins[(dimension, seed, pair)])
+        if margin == 0:
+            raise rankstats.FixtureError(dimension, None, f"pair {pair}: clean margin is zero")
+        values = {}
+        for method in METHODS:
+            got = by_method.get(method, {})
+            if sorted(got) != names:
+                raise rankstats.FixtureError(dimension, None, f"pair {pair}: {method} lacks some components")
+            values[method] = [got[c] / margin for c in names]
+        entry["seeds"].setdefault(seed, []).append(values)
     return out
 
 
-def scores(entry: dict, seeds: list[str], method: str) -> list[float]:
-    """Component scores over the (resampled) seeds; a seed drawn twice counts twice."""
-    total = [0.0] * len(entry["components"])
-    count = 0
-    for seed in seeds:
-        sums, n = entry["seeds"][seed][method]
-        total = [a + b for a, b in zip(total, sums)]
-        count += n
-    return [abs(t / count) for t in total]
-
-
-def dimension_stats(entry: dict, key_dim: dict, seeds: list[str], methods=METHODS) -> dict:
-    names = entry["components"]
-    members = set(key_dim["components"])
-    strength = [key_dim["roles"][c]["strength"] if c in members else 0.0 for c in names]
-    positive = [c in members for c in names]
-    out = {}
-    for method in methods:
-        s = scores(entry, seeds, method)
-        inclusion = dict(zip(names, rankstats.topk_inclusion(s, len(members))))
-        out[method] = {"auc": rankstats.roc_auc(s, positive), "rho": rankstats.spearman(s, strength),
-                       "members": {c: inclusion[c] for c in key_dim["components"]},
-                       "distractors": {c: inclusion[c] for c in key_dim.get("distractors", {})}}
+def scores(entry: dict, seeds, method: str, aggregation: str, floor: float) -> list[float]:
+    """Component scores over the (resampled) seeds' pairs; a seed drawn twice counts twice."""
+    pairs = [pair[method] for seed in seeds for pair in entry["seeds"][seed]]
+    n = len(pairs)
+    magnitude = aggregation == "magnitude" or (aggregation == "site" and method != "attribution")
+    out = []
+    for j in range(len(entry["components"])):
+        if magnitude:
+            s = math.fsum(abs(p[j]) for p in pairs) / n
+        else:
+            s = abs(math.fsum(p[j] for p in pairs) / n)
+        out.append(s if s >= floor else 0.0)
     return out
 
+
+def metric(values: list[float], names: list[str], key: list[str], which: str) -> float:
+    """AUC or expected precision at k of `values` against the `key` (NaN for an empty key)."""
+    members = set(key)
+    if not members or len(members) == len(names):
+        return math.nan
+    if which == "auc":
+        return rankstats.roc_auc(values, [c in members for c in names])
+    inclusion = rankstats.topk_inclusion(values, len(members))
+    return math.fsum(p for c, p in zip(names, inclusion) if c in members) / len(members)
+
+
+def chance(names: list[str], key: list[str], which: str) -> float:
+    if not key or len(key) == len(names):
+        return math.nan
+    return 0.5 if which == "auc" else len(key) / len(names)
+
+
+def _mean(values) -> float:
+    values = [v for v in values if not math.isnan(v)]
+    return math.fsum(values) / len(values) if values else math.nan
+
+
+# ---------------------------------------------------------------- specifications
+
+def specifications(method: str) -> list[dict]:
+    """Every specification of the grid that applies to `method` (attribution has no mode)."""
+    axes = ["floor", "key", "aggregation", "metric"] + ([] if method == "attribution" else ["mode"])
+    return [dict(zip(axes, combo)) for combo in itertools.product(*(GRID[a] for a in axes))]
+
+
+def _method(spec: dict) -> str:
+    return f"patching_{spec['mode']}" if "mode" in spec else "attribution"
+
+
+def headline(table: dict, key: dict, spec: dict, method: str, dims=None, seeds_of=None) -> float:
+    """The mean over dimensions of one method's metric under one specification."""
+    values = []
+    for d in (dims or sorted(key["dimensions"])):
+        entry = table[d]
+        seeds = seeds_of[d] if seeds_of else sorted(entry["seeds"])
+        s = scores(entry, seeds, method, spec["aggregation"], spec["floor"])
+        values.append(metric(s, entry["components"], key["dimensions"][d]["keys"][spec["key"]], spec["metric"]))
+    return _mean(values)
+
+
+def chance_level(table: dict, key: dict, spec: dict) -> float:
+    return _mean(chance(table[d]["components"], key["dimensions"][d]["keys"][spec["key"]], spec["metric"])
+                 for d in sorted(key["dimensions"]))
+
+
+def spec_rows(table: dict, key: dict) -> list[dict]:
+    """The specification curve: one row per (headline, specification), with whether the
+    headline's conclusion holds there. Headlines: attribution and patching above chance, and the
+    gap (patching minus attribution, same choices) above zero."""
+    rows = []
+    cache: dict = {}
+
+    def value(spec, method):
+        k = (method, spec["floor"], spec["key"], spec["aggregation"], spec["metric"])
+        if k not in cache:
+            cache[k] = headline(table, key, spec, method)
+        return cache[k]
+
+    for spec in specifications("attribution"):
+        v, c = value(spec, "attribution"), chance_level(table, key, spec)
+        rows.append(_row("attribution", spec, "", v, c, v > c))
+    for spec in specifications("patching"):
+        v, c = value(spec, _method(spec)), chance_level(table, key, spec)
+        rows.append(_row("patching", spec, spec["mode"], v, c, v > c))
+    for spec in specifications("patching"):
+        gap = value(spec, _method(spec)) - value(spec, "attribution")
+        rows.append(_row("gap", spec, spec["mode"], gap, 0.0, gap > 0))
+    return rows
+
+
+def _row(headline_name, spec, mode, value, reference, holds) -> dict:
+    return {"headline": headline_name, "floor": spec["floor"], "key": spec["key"],
+            "aggregation": spec["aggregation"], "metric": spec["metric"], "mode": mode or "none",
+            "primary": all(spec[a] == PRIMARY[a] for a in spec),
+            "value": value, "reference": reference, "holds": bool(holds)}
+
+
+def curve_summary(rows: list[dict]) -> dict:
+    """Per headline: how many specifications, the share in which its conclusion holds, and the
+    spread of its value (min, median, max)."""
+    out = {}
+    conclusions = {"attribution": "attribution recovers the key better than chance",
+                   "patching": "patching recovers the key better than chance",
+                   "gap": "patching recovers the key better than attribution (gap above zero)"}
+    for name in ("attribution", "patching", "gap"):
+        mine = [r for r in rows if r["headline"] == name]
+        values = sorted(r["value"] for r in mine if not math.isnan(r["value"]))
+        share = sum(1 for r in mine if r["holds"]) / len(mine)
+        block = {"conclusion": conclusions[name], "specifications": len(mine), "share": share,
+                 "robust": share >= ROBUST_SHARE, "min": values[0], "median": _median(values), "max": values[-1]}
+        if name == "gap":
+            block["share_attribution_ahead"] = sum(1 for r in mine if r["value"] < 0) / len(mine)
+        out[name] = block
+    return out
+
+
+def _median(values: list[float]) -> float:
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+# ---------------------------------------------------------------- the primary specification
 
 def _groups(key: dict, table: dict) -> dict:
+    """{family: {organism: {dimension: [seeds]}}}."""
     groups: dict = {}
-    for dimension, spec in sorted(key["dimensions"].items()):
-        if dimension not in table:
-            raise rankstats.FixtureError("key.json", None, f"dimension {dimension} has no rows")
-        groups.setdefault(spec["organism"], {})[dimension] = sorted(table[dimension]["seeds"])
+    for d, spec in sorted(key["dimensions"].items()):
+        if d not in table:
+            raise rankstats.FixtureError("key.json", None, f"dimension {d} has no rows")
+        groups.setdefault(spec["family"], {}).setdefault(spec["organism"], {})[d] = sorted(table[d]["seeds"])
     return groups
 
 
-def _mean(values):
-    values = [v for v in values if not math.isnan(v)]
-    return rankstats.mean(values) if values else math.nan
-
-
-def point(table: dict, key: dict) -> dict:
-    """Every point estimate of the key-recovery block, from all seeds."""
-    groups = _groups(key, table)
-    per = {d: dimension_stats(table[d], key["dimensions"][d], seeds)
-           for g in groups.values() for d, seeds in g.items()}
-    out: dict = {"auc": {}, "rho_strength": {}, "role_recall": {}, "distractor_rate": {}, "gap": {}}
-    for method in METHODS:
-        per_org = {org: _mean(per[d][method]["auc"] for d in dims) for org, dims in groups.items()}
-        values = list(per_org.values())
-        mu = rankstats.mean(values)
-        sd = math.sqrt(rankstats.mean([(v - mu) ** 2 for v in values]) * len(values) / (len(values) - 1)) \
-            if len(values) > 1 else 0.0
-        rules = sorted({key["dimensions"][d]["rule"] for d in per})
-        out["auc"][method] = {
-            "mean": _mean(per[d][method]["auc"] for d in per),
-            "per_organism": per_org,
-            "spread": {"min": min(values), "max": max(values), "sd": sd},
-            "per_rule": {r: _mean(per[d][method]["auc"] for d in per if key["dimensions"][d]["rule"] == r)
-                         for r in rules}}
-        out["rho_strength"][method] = {
-            "mean": _mean(per[d][method]["rho"] for d in per),
-            "per_organism": {org: _mean(per[d][method]["rho"] for d in dims) for org, dims in groups.items()}}
-        for which, target in (("members", "role_recall"), ("distractors", "distractor_rate")):
-            by_role: dict = {}
-            for d in per:
-                spec = key["dimensions"][d]
-                roles = spec["roles"] if which == "members" else spec.get("distractors", {})
-                for c, value in per[d][method][which].items():
-                    by_role.setdefault(roles[c]["role"], []).append(value)
-            out[target][method] = {role: rankstats.mean(v) for role, v in sorted(by_role.items())}
-    for method in METHODS[1:]:
-        mode = method.split("_", 1)[1]
-        out["gap"][f"{mode}_minus_attribution"] = out["auc"][method]["mean"] - out["auc"]["attribution"]["mean"]
-        out["gap"][f"{mode}_minus_attribution_per_organism"] = {
-            org: out["auc"][method]["per_organism"][org] - out["auc"]["attribution"]["per_organism"][org]
-            for org in groups}
-    # the same numbers arranged for tables: one row per organism, rule or role
-    out["by_organism"] = {org: dict({m: out["auc"][m]["per_organism"][org] for m in METHODS},
-                                    gap_mean=out["gap"]["mean_minus_attribution_per_organism"][org])
-                          for org in groups}
-    out["by_rule"] = {r: {m: out["auc"][m]["per_rule"][r] for m in METHODS} for r in out["auc"]["attribution"]["per_rule"]}
-    for target in ("role_recall", "distractor_rate"):
-        roles = sorted({r for m in METHODS for r in out[target][m]})
-        out[f"{target}_by_role"] = {r: {m: out[target][m][r] for m in METHODS} for r in roles}
+def _primary_values(table, key, dims, seeds_of=None) -> dict:
+    spec = dict(PRIMARY)
+    out = {m: headline(table, key, spec, m, dims, seeds_of) for m in METHODS}
+    for m in METHODS[1:]:
+        out[f"gap_{m.split('_', 1)[1]}"] = out[m] - out["attribution"]
     return out
 
 
-def _auc_statistic(table, key):
-    def statistic(sample):
-        values: dict = {m: [] for m in METHODS}
-        for _org, dims in sample:
-            for d, seeds in dims.items():
-                stats = dimension_stats(table[d], key["dimensions"][d], seeds)
-                for m in METHODS:
-                    values[m].append(stats[m]["auc"])
-        out = {m: _mean(v) for m, v in values.items()}
+def _trap_values(table: dict, key: dict) -> dict:
+    """Per trap and method: the mean top-k inclusion (k the circuit key's size, primary floor
+    and aggregation) of the trap's key members or distractors, over every instance."""
+    collected: dict = {t: {m: [] for m in METHODS} for t in TRAPS}
+    roles_seen: dict = {m: {} for m in METHODS}
+    for d, spec in sorted(key["dimensions"].items()):
+        entry = table[d]
+        names = entry["components"]
+        k = len(spec["keys"]["circuit"])
+        for m in METHODS:
+            s = scores(entry, sorted(entry["seeds"]), m, PRIMARY["aggregation"], PRIMARY["floor"])
+            inclusion = dict(zip(names, rankstats.topk_inclusion(s, k)))
+            for which in ("members", "distractors"):
+                block = spec["roles"] if which == "members" else spec.get("distractors", {})
+                for c, info in block.items():
+                    roles_seen[m].setdefault(info["role"], []).append(inclusion[c])
+                    for trap, (kind, roles) in TRAPS.items():
+                        if kind == which and info["role"] in roles:
+                            collected[trap][m].append(inclusion[c])
+    traps = {t: {m: _mean(v) if v else None for m, v in by.items()} for t, by in collected.items()}
+    roles = {r: {m: _mean(roles_seen[m].get(r, [])) for m in METHODS} for r in sorted(roles_seen["attribution"])}
+    return {"traps": traps, "by_role": roles}
+
+
+def _background(table: dict, key: dict) -> dict:
+    """Mean-mode patch scores and attribution scores (per-pair magnitude, no floor) of the
+    components outside each key, beside the minor carriers' (the weakest designed members)."""
+    out = {}
+    for method in ("attribution", "patching_mean"):
+        background, minor = [], []
+        for d, spec in sorted(key["dimensions"].items()):
+            entry = table[d]
+            s = dict(zip(entry["components"], scores(entry, sorted(entry["seeds"]), method, "magnitude", 0.0)))
+            members = set(spec["keys"]["circuit"])
+            background += [v for c, v in s.items() if c not in members]
+            carriers = [c for c, info in spec["roles"].items() if info["role"] == "carrier"]
+            if carriers:
+                minor.append(s[min(carriers, key=lambda c: (abs(spec["roles"][c]["shapley"]), c))])
+        background.sort()
+        minor.sort()
+        threshold = _median(minor)
+        out[method] = {"background": _quantiles(background), "minor_carriers": _quantiles(minor),
+                       "share_above_minor_carrier_median": sum(1 for v in background if v >= threshold) / len(background)}
+    return out
+
+
+def _quantiles(values: list[float]) -> dict:
+    def q(p):
+        return values[min(len(values) - 1, int(p * (len(values) - 1) + 0.5))]
+    return {"n": len(values), "p10": q(0.1), "p50": q(0.5), "p90": q(0.9), "max": values[-1]}
+
+
+def point(table: dict, key: dict) -> dict:
+    """Every point estimate of the key-recovery block."""
+    groups = _groups(key, table)
+    dims = sorted(key["dimensions"])
+    primary = _primary_values(table, key, dims)
+    per_family = {f: _primary_values(table, key, [d for o in orgs.values() for d in o]) for f, orgs in groups.items()}
+    per_organism = {o: _primary_values(table, key, list(ds)) for orgs in groups.values() for o, ds in orgs.items()}
+    mechanisms = sorted({spec["mechanism"] for spec in key["dimensions"].values()})
+    per_mechanism = {mech: _primary_values(table, key, [d for d in dims if key["dimensions"][d]["mechanism"] == mech])
+                     for mech in mechanisms}
+    rows = spec_rows(table, key)
+    curve = curve_summary(rows)
+    background = _background(table, key)
+    out = {
+        "headline": {
+            "attribution": {"value": primary["attribution"], "share": curve["attribution"]["share"]},
+            "patching": {"value": primary["patching_mean"], "share": curve["patching"]["share"]},
+            "gap": {"value": primary["gap_mean"], "share_patching_ahead": curve["gap"]["share"],
+                    "share_attribution_ahead": curve["gap"]["share_attribution_ahead"]},
+        },
+        "by_method": {m: {"value": primary[m], "per_family": {f: v[m] for f, v in per_family.items()},
+                          "per_organism": {o: v[m] for o, v in per_organism.items()},
+                          "per_mechanism": {k: v[m] for k, v in per_mechanism.items()}} for m in METHODS},
+        "gap": {mode: {"value": primary[f"gap_{mode}"], "per_family": {f: v[f"gap_{mode}"] for f, v in per_family.items()}}
+                for mode in MODES},
+        "by_family": {f: dict({m: v[m] for m in METHODS}, gap_mean=v["gap_mean"]) for f, v in per_family.items()},
+        "by_organism": {o: dict({m: v[m] for m in METHODS}, gap_mean=v["gap_mean"]) for o, v in per_organism.items()},
+        "by_mechanism": {k: dict({m: v[m] for m in METHODS}, gap_mean=v["gap_mean"]) for k, v in per_mechanism.items()},
+        "spec_curve": curve,
+        "background": background,
+        "overlap": {"share": background["patching_mean"]["share_above_minor_carrier_median"],
+                    "minimum": OVERLAP_MIN_SHARE,
+                    "holds": background["patching_mean"]["share_above_minor_carrier_median"] >= OVERLAP_MIN_SHARE},
+        **_trap_values(table, key),
+    }
+    return out
+
+
+def _resample(groups: dict, rng: random.Random, families: bool) -> dict:
+    """{dimension: [seeds]} of one resample; a dimension drawn twice gets a suffix."""
+    out = {}
+    names = sorted(groups)
+    drawn = [rng.choice(names) for _ in names] if families else names
+    for fi, family in enumerate(drawn):
+        orgs = sorted(groups[family])
+        for oi, org in enumerate(rng.choice(orgs) for _ in orgs):
+            for d, seeds in sorted(groups[family][org].items()):
+                out[(d, fi, oi)] = [rng.choice(seeds) for _ in seeds]
+    return out
+
+
+def _boot(table, key, groups, boot, families: bool) -> dict:
+    rng = random.Random(boot["seed"])
+    collected: dict = {}
+    for _ in range(boot["resamples"]):
+        sample = _resample(groups, rng, families)
+        values = {}
+        for m in METHODS:
+            per = []
+            for (d, _f, _o), seeds in sample.items():
+                entry = table[d]
+                s = scores(entry, seeds, m, PRIMARY["aggregation"], PRIMARY["floor"])
+                per.append(metric(s, entry["components"], key["dimensions"][d]["keys"][PRIMARY["key"]], PRIMARY["metric"]))
+            values[m] = _mean(per)
         for m in METHODS[1:]:
-            out[f"gap_{m.split('_', 1)[1]}"] = out[m] - out["attribution"]
-        return out
-    return statistic
-
-
-def _rho_statistic(table, key):
-    def statistic(sample):
-        values: dict = {m: [] for m in METHODS}
-        for _org, dims in sample:
-            for d, seeds in dims.items():
-                stats = dimension_stats(table[d], key["dimensions"][d], seeds)
-                for m in METHODS:
-                    values[m].append(stats[m]["rho"])
-        return {m: _mean(v) for m, v in values.items()}
-    return statistic
+            values[f"gap_{m.split('_', 1)[1]}"] = values[m] - values["attribution"]
+        for name, v in values.items():
+            collected.setdefault(name, []).append(v)
+    return {name: list(rankstats.percentile_interval(v, boot["level"])) for name, v in collected.items()}
 
 
 def summary(attribution_rows, patching_rows, key: dict, bootstrap: dict | None = None) -> dict:
     """The `key_recovery` block of golden.json (point estimates and intervals)."""
     boot = dict(BOOTSTRAP, **(bootstrap or {}))
-    table = seed_sums(attribution_rows, patching_rows)
+    table = pair_table(attribution_rows, patching_rows)
     groups = _groups(key, table)
     out = point(table, key)
-    two_level = rankstats.hierarchical_bootstrap(groups, _auc_statistic(table, key), **boot)
-    seed_level = rankstats.hierarchical_bootstrap(groups, _rho_statistic(table, key), resample_groups=False, **boot)
+    overall = _boot(table, key, groups, boot, families=True)
+    out["headline"]["attribution"]["ci"] = overall["attribution"]
+    out["headline"]["patching"]["ci"] = overall["patching_mean"]
+    out["headline"]["gap"]["ci"] = overall["gap_mean"]
     for m in METHODS:
-        out["auc"][m]["ci"] = list(two_level[m])
-        out["rho_strength"][m]["ci"] = list(seed_level[m])
-    for m in METHODS[1:]:
-        mode = m.split("_", 1)[1]
-        out["gap"][f"{mode}_minus_attribution_ci"] = list(two_level[f"gap_{mode}"])
-    universe = len(next(iter(table.values()))["components"])
-    return {"universe": key.get("universe", "head and mlp components"), "universe_size": universe,
-            "methods": list(METHODS), "chance_auc": 0.5,
-            "organisms": len(groups), "dimensions": len(key["dimensions"]),
-            "n_effective": sum(len(s) for g in groups.values() for s in g.values()),
+        out["by_method"][m]["ci"] = overall[m]
+        out["by_method"][m]["ci_per_family"] = {}
+    for mode in MODES:
+        out["gap"][mode]["ci"] = overall[f"gap_{mode}"]
+        out["gap"][mode]["ci_per_family"] = {}
+    for family in sorted(groups):
+        within = _boot(table, key, {family: groups[family]}, boot, families=False)
+        for m in METHODS:
+            out["by_method"][m]["ci_per_family"][family] = within[m]
+        for mode in MODES:
+            out["gap"][mode]["ci_per_family"][family] = within[f"gap_{mode}"]
+    out["intervals_excluding_estimate"] = excluding_estimate(out)
+    dims = key["dimensions"]
+    return {"universe": key.get("universe", "head and mlp components"),
+            "universe_size": {f: len(table[next(d for d in sorted(dims) if dims[d]["family"] == f)]["components"])
+                              for f in sorted(groups)},
+            "methods": list(METHODS), "families": len(groups),
+            "organisms": sum(len(o) for o in groups.values()), "dimensions": len(dims),
+            "n_effective": sum(len(s) for o in groups.values() for ds in o.values() for s in ds.values()),
+            "primary": dict(PRIMARY), "grid": {a: list(v) for a, v in GRID.items()},
+            "robust_share": ROBUST_SHARE,
             "interval": (f"{int(boot['level'] * 100)}% percentile, {boot['resamples']} resamples "
-                         f"(seed {boot['seed']}): AUCs and gaps resample organisms, then seed pairs "
-                         "within each rule; rhos resample seed pairs with the organisms fixed"),
+                         f"(seed {boot['seed']}): families with replacement, then organisms within each "
+                         "drawn family, then seed pairs within each rule; per family, organisms then pairs"),
             **out}
+
+
+def excluding_estimate(block: dict) -> list[str]:
+    """Every interval of the block that does not contain its own estimate (a percentile interval
+    of a statistic that resampling biases: duplicated pairs average less of the background out).
+    Labels name the estimate, e.g. `by_method/attribution/per_family/deep`."""
+    out = []
+    for path, value in _flat(block):
+        if len(path) >= 2 and path[-2] in ("per_family",) or path[-1] == "value":
+            ci_path = path[:-2] + ("ci_per_family", path[-1]) if path[-2] == "per_family" else path[:-1] + ("ci",)
+            node = block
+            for k in ci_path:
+                node = node.get(k) if isinstance(node, dict) else None
+            if isinstance(node, list) and len(node) == 2 and not node[0] <= value <= node[1]:
+                out.append("/".join(path))
+    return sorted(out)
 
 
 # ---------------------------------------------------------------- reproduce.py's check
@@ -222,7 +438,7 @@ def _flat(block, prefix=()):
 def check(attribution_rows, patching_rows, key: dict, published: dict, tolerance: float):
     """Recompute every point estimate of `published` (golden.json's key_recovery block) from the
     rows and the key; returns (report lines, [(disagreement, key path)], ok)."""
-    table = seed_sums(attribution_rows, patching_rows)
+    table = pair_table(attribution_rows, patching_rows)
     mine = point(table, key)
     comparisons = []
     for path, value in _flat(mine):
@@ -234,17 +450,37 @@ def check(attribution_rows, patching_rows, key: dict, published: dict, tolerance
         if math.isnan(value) and theirs is None:
             diff = 0.0
         comparisons.append((diff, "key_recovery/" + "/".join(path)))
-    lines = ["key recovery (AUC of |score| against the planted key; chance 0.5)", ""]
-    table_rows = [["organism"] + list(METHODS)]
-    for org in sorted(mine["auc"]["attribution"]["per_organism"]):
-        table_rows.append([org] + [f"{mine['auc'][m]['per_organism'][org]:.6f}" for m in METHODS])
-    table_rows.append(["mean"] + [f"{mine['auc'][m]['mean']:.6f}" for m in METHODS])
+    lines = ["key recovery at the primary specification "
+             f"(floor {PRIMARY['floor']}, key {PRIMARY['key']}, {PRIMARY['aggregation']} scores, "
+             f"{PRIMARY['metric']}, {PRIMARY['mode']} mode; chance 0.5)", ""]
+    table_rows = [["family"] + list(METHODS)]
+    for family, values in sorted(mine["by_family"].items()):
+        table_rows.append([family] + [f"{values[m]:.6f}" for m in METHODS])
+    table_rows.append(["all"] + [f"{mine['by_method'][m]['value']:.6f}" for m in METHODS])
     widths = [max(len(r[i]) for r in table_rows) for i in range(len(table_rows[0]))]
     lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
               for r in table_rows]
-    lines += ["", f"gap, mean-mode patching minus attribution  {mine['gap']['mean_minus_attribution']:+.6f}"]
+    curve = mine["spec_curve"]
+    lines += ["", f"gap, mean-mode patching minus attribution  {mine['headline']['gap']['value']:+.6f}",
+              "specification curve: share of specifications in which the conclusion holds"]
+    for name in ("attribution", "patching", "gap"):
+        lines.append(f"  {curve[name]['conclusion']}: {curve[name]['share']:.4f} of {curve[name]['specifications']}")
     worst = max(comparisons)[0] if comparisons else 0.0
     ok = all(d <= tolerance for d, _ in comparisons)
     lines += [f"key-recovery values compared  {len(comparisons)} (intervals are not recomputed)",
               f"largest disagreement          {worst:.2e}" if math.isfinite(worst) else "largest disagreement          missing value"]
     return lines, comparisons, ok
+
+
+def check_spec_rows(attribution_rows, patching_rows, key: dict, published_rows: list[dict], tolerance: float):
+    """Recompute `spec_curve.jsonl` row by row; returns ([(disagreement, 'spec_curve.jsonl:LINE')], ok)."""
+    mine = spec_rows(pair_table(attribution_rows, patching_rows), key)
+    out = []
+    if len(mine) != len(published_rows):
+        return [(math.inf, f"spec_curve.jsonl: {len(published_rows)} rows, {len(mine)} specifications")], False
+    for n, (a, b) in enumerate(zip(mine, published_rows), start=1):
+        same = all(a[f] == b.get(f) for f in ("headline", "floor", "key", "aggregation", "metric", "mode", "primary", "holds"))
+        diffs = [abs(a[f] - b[f]) if isinstance(b.get(f), (int, float)) and not math.isnan(a[f]) else
+                 (0.0 if math.isnan(a[f]) and b.get(f) is None else math.inf) for f in ("value", "reference")]
+        out.append((max(diffs) if same else math.inf, f"spec_curve.jsonl:{b.get('_line', n)}"))
+    return out, all(d <= tolerance for d, _ in out)
