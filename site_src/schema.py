@@ -197,4 +197,16 @@ FIGURE_KINDS = {
                            "value_title": Field("what a value is called (default: value)"),
                            "cell": Field("a cell's size in pixels (default 44)", kind="any")},
                           claim_from="matrix"),
+    "key_recovery": FigureKind("each method's key recovery with its interval, over all families and per family",
+                               COMPARISON,
+                               {"methods": Field("a reference to {method: {value, ci, per_family, ci_per_family}} "
+                                                 "(golden.json#key_recovery/by_method)", required=True)},
+                               {"chance": Field("where the dashed chance line sits (default 0.5)", kind="any")}),
+    "spec_curve": FigureKind("one headline's value under every analysis choice, sorted, with the choices beneath",
+                             None,
+                             {"rows": _rows("specification rows (spec_curve.jsonl)"),
+                              "summary": Field("a reference to the headline's summary "
+                                               "(golden.json#key_recovery/spec_curve/<headline>)", required=True)},
+                             {"height": Field("the curve's height in pixels, 80 to 600 (default 200)", kind="any")},
+                             claim_from="summary"),
 }

@@ -21,6 +21,10 @@ SPECS = [
     ("lens_curve", {"id": "d", "data": {"lens": "lens_per_pair.jsonl"}}),
     ("margin_distribution", {"id": "e", "data": {"pairs": "patching_per_pair.jsonl"}}),
     ("heatmap", {"id": "f", "data": {"matrix": "cosines.json#cosines"}}),
+    ("key_recovery", {"id": "h", "data": {"methods": "key_recovery.json#key_recovery/by_method"}}),
+    ("spec_curve", {"id": "i", "data": {"rows": "spec_curve.jsonl",
+                                        "summary": "key_recovery.json#key_recovery/spec_curve/gap"},
+                    "options": {"table_rows": 300}}),
 ]
 CHARTS = len(SPECS)
 

@@ -1,0 +1,92 @@
+"""Kind `key_recovery`: each method's key recovery with its interval, over all families and per family.
+
+`data.methods` is a value reference to a block {method: {value, ci, per_family, ci_per_family}}
+(a planted study's golden.json#key_recovery/by_method, written by bundle_kit/keyrecovery.py).
+One row per method; in it, one point per series (every family together, then each family) with
+its interval as a line, each series its own colour and shape and named in the legend. A dashed
+rule marks chance (`options.chance`, default 0.5).
+"""
+from __future__ import annotations
+
+import altair as alt
+
+from .data import options, spec_data, spec_id
+from .types import FigureError, FigureParts, Table
+
+LABELS = {"attribution": "attribution", "patching_mean": "patching, mean", "patching_zero": "patching, zero",
+          "patching_swap": "patching, swap"}
+ALL = "all families"
+SHAPES = ["diamond", "circle", "square", "triangle-up", "triangle-down", "cross"]
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == x
+
+
+def _interval(figure_id: str, where: str, value) -> tuple[float, float]:
+    if not (isinstance(value, list) and len(value) == 2 and all(map(_number, value))):
+        raise FigureError(figure_id, f"{where}: an interval must be [low, high], not {value!r}")
+    return float(value[0]), float(value[1])
+
+
+def build(spec: dict, ctx) -> FigureParts:
+    figure_id = spec_id(spec)
+    opts = options(spec)
+    chance = opts.get("chance", 0.5)
+    if not _number(chance):
+        raise FigureError(figure_id, f"option `chance` must be a number, not {chance!r}")
+    ref = spec_data(spec, "methods")
+    resolved = ctx.resolve_ref(ref)
+    block = resolved.value
+    if not isinstance(block, dict) or not block:
+        raise FigureError(figure_id, f"{ref} ({resolved.location}) is not a {{method: {{value, ci, ...}}}} block")
+    rows, families = [], []
+    for method, entry in block.items():
+        where = f"{resolved.location}: {method}"
+        if not isinstance(entry, dict) or not _number(entry.get("value")):
+            raise FigureError(figure_id, f"{where} lacks a numeric `value`")
+        low, high = _interval(figure_id, where + " ci", entry.get("ci"))
+        label = LABELS.get(method, method)
+        rows.append({"method": label, "series": ALL, "value": float(entry["value"]), "low": low, "high": high})
+        per, cis = entry.get("per_family") or {}, entry.get("ci_per_family") or {}
+        for family in sorted(per):
+            if not _number(per[family]):
+                raise FigureError(figure_id, f"{where} per_family/{family} is not a number")
+            flow, fhigh = _interval(figure_id, f"{where} ci_per_family/{family}", cis.get(family))
+            rows.append({"method": label, "series": family, "value": float(per[family]), "low": flow, "high": fhigh})
+            if family not in families:
+                families.append(family)
+    series = [ALL] + families
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+
+    def chart(p: dict):
+        colours = [p["text"]] + p["kinds"][: len(families)]
+        y = alt.Y("method:N", sort=methods, title=None, axis=alt.Axis(labelFontSize=12))
+        offset = alt.YOffset("series:N", sort=series, scale=alt.Scale(paddingInner=0.2))
+        colour = alt.Color("series:N", sort=series, title="series",
+                           scale=alt.Scale(domain=series, range=colours))
+        shape = alt.Shape("series:N", sort=series, title="series", scale=alt.Scale(domain=series, range=SHAPES[: len(series)]))
+        x = alt.X("value:Q", title="key recovery (AUC; 1 = every key member ranked first)",
+                  scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(values=[0, 0.25, 0.5, 0.75, 1], format=".2f"))
+        tips = [alt.Tooltip("method:N"), alt.Tooltip("series:N"), alt.Tooltip("value:Q", format=".3f"),
+                alt.Tooltip("low:Q", title="interval low", format=".3f"),
+                alt.Tooltip("high:Q", title="interval high", format=".3f")]
+        base = alt.Chart(alt.NamedData(name="recovery"))
+        bars = base.mark_rule(strokeWidth=2, aria=False).encode(x="low:Q", x2="high:Q", y=y, yOffset=offset, color=colour,
+                                                      tooltip=tips)
+        points = base.mark_point(filled=True, size=70, opacity=1, aria=False).encode(x=x, y=y, yOffset=offset, color=colour, shape=shape,
+                                                             tooltip=tips).properties(name="datamark_points")
+        rule = alt.Chart().mark_rule(color=p["muted"], strokeDash=[4, 3]).encode(x=alt.datum(chance))
+        label = alt.Chart().mark_text(color=p["muted"], align="left", dx=3, dy=-4, fontSize=11).encode(
+            x=alt.datum(chance), y=alt.value(0), text=alt.datum("chance"))
+        # the browser's font can be wider than the one the layout was measured with: room on the left
+        return alt.layer(rule, bars, points, label).properties(width=420, height=alt.Step(11),
+                                                               padding={"left": 36, "top": 5, "right": 40, "bottom": 5})
+
+    table = Table(["method", "series", "value", "interval low", "interval high"],
+                  [[r["method"], r["series"], f'{r["value"]:.6f}', f'{r["low"]:.6f}', f'{r["high"]:.6f}'] for r in rows])
+    overall = "; ".join(f"{r['method']} {r['value']:.3f} ({r['low']:.3f} to {r['high']:.3f})" for r in rows if r["series"] == ALL)
+    alt_text = (f"Dot-and-interval chart of key recovery for {len(methods)} methods, over all families and for "
+                f"each of {len(families)} families ({', '.join(families)}); chance at {chance:g}. Overall: {overall}.")
+    return FigureParts(chart=chart, table=table, marks=len(rows), alt=alt_text, sources=[resolved],
+                       datasets={"recovery": rows})
