@@ -6,9 +6,17 @@ import json
 import sys
 from pathlib import Path
 
-from bundle_kit import keyrecovery
-from measure.errors import MeasureError
-from measure.runner.config import REPO
+import os
+
+from measure import numerics
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+numerics.set_environment()  # the portable numerics mode, before anything imports torch
+
+from bundle_kit import keyrecovery  # noqa: E402
+from measure.errors import MeasureError  # noqa: E402
+from measure.runner.config import REPO  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,10 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.resamples < 1:
         parser.error("--resamples must be at least 1")
-    import torch
-    torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
     try:
+        numerics.enter(1)
         if args.command == "build":
             for family, seed in org.ORGANISMS:
                 folder = org.organism_dir(family, seed)

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from bundle_kit import contract, keyrecovery
+from measure import numerics
 from measure.runner.config import REPO, StudyConfig
 from measure.runner.jsonio import json_text, jsonl_text, read_jsonl
 from measure.runner.readme import bundle_readme
@@ -74,8 +75,8 @@ def run(out: Path, runs_dir: Path | None = None, organisms=ORGANISMS, threads: i
 
     started = time.time()
     head, dirty = git_state(REPO)
-    torch.manual_seed(0)  # the key check runs before the runner sets these up
-    torch.set_num_threads(threads)
+    mode = numerics.enter(threads)   # the key check runs before the runner enters the mode itself
+    torch.manual_seed(0)
     torch.use_deterministic_algorithms(True)
     folders = [ensure_built(f, s, root) for f, s in organisms]
     key_check = verify.verify_all(organisms, root)
@@ -124,7 +125,7 @@ def run(out: Path, runs_dir: Path | None = None, organisms=ORGANISMS, threads: i
     summary = golden(STUDY, identity["model"], identity, written, None, contract.TOLERANCE, extra)
     write_atomic(out / contract.GOLDEN, json_text(summary))
     write_atomic(out / contract.README, bundle_readme(STUDY, summary, False) + KEY_README)
-    manifest = {"study": STUDY, **identity, "packages": versions(), "threads": threads,
+    manifest = {"study": STUDY, **identity, "packages": versions(), "threads": threads, "numerics": mode,
                 "git": {"commit": head, "dirty": dirty}, "wall_time_s": round(time.time() - started, 3),
                 "command": "python -m measure.studies.planted run " + " ".join(sys.argv[2:])}
     write_atomic(out / contract.MANIFEST, json.dumps(manifest, indent=2, default=str) + "\n")
