@@ -247,14 +247,14 @@ def test_a_rebuild_links_what_it_did_not_change_and_never_follows_a_planted_link
     zip_before = os.stat(out / "bundles/organism.zip").st_ino
     page_before = os.stat(out / "interpreting-results-honestly/index.html").st_ino
     outside = tmp_path / "outside.zip"
-    outside.write_bytes((out / "bundles/planted.zip").read_bytes())   # the same bytes, elsewhere
-    (out / "bundles/planted.zip").unlink()
-    os.symlink(outside, out / "bundles/planted.zip")
+    outside.write_bytes((out / "bundles/planted-v2.zip").read_bytes())   # the same bytes, elsewhere
+    (out / "bundles/planted-v2.zip").unlink()
+    os.symlink(outside, out / "bundles/planted-v2.zip")
     edit(clone, "content/interpreting-results-honestly.md", "\n## ", "\nA sentence for the link test.\n\n## ")
     result = build(clone, out)
     assert result.ok, "\n".join(result.errors.lines())
     assert os.stat(out / "bundles/organism.zip").st_ino == zip_before
     assert os.stat(out / "interpreting-results-honestly/index.html").st_ino != page_before
-    planted = out / "bundles/planted.zip"
+    planted = out / "bundles/planted-v2.zip"
     assert not planted.is_symlink() and os.stat(planted).st_ino != os.stat(outside).st_ino
     assert planted.read_bytes() == outside.read_bytes()
