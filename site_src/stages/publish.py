@@ -3,8 +3,6 @@ fixtures and their line views, the bundles' zips, the static and figure assets a
 as one map {path under the site root: bytes}. Every output path is checked."""
 from __future__ import annotations
 
-from html import escape as html_escape
-
 import jinja2
 from markupsafe import Markup
 
@@ -65,7 +63,7 @@ def publish(bundled: Bundled, reuse: Reuse = make_anew) -> BuildResult:
         except Exception as exc:  # vl-convert's runtime could not be produced
             errors.add(BuildError(f"figures: cannot produce the figure assets: {exc}"))
     if site.config.base_url:
-        out["sitemap.xml"] = _sitemap(site.config.base_url, [site.pages[n] for n in site.order])
+        out["sitemap.xml"] = _sitemap(site)
     _check_outputs(out, errors)
     return BuildResult(errors, out, bundle_pages, note=check.note if check else "")
 
@@ -164,8 +162,8 @@ def _source_view(site: Site, rel: str, data: bytes) -> bytes:
     return html.encode()
 
 
-def _sitemap(base_url: str, pages) -> bytes:
-    base = base_url.rstrip("/") + "/"
-    urls = "".join(f"  <url><loc>{html_escape(base + url_path(p.url), quote=False)}</loc></url>\n" for p in pages)
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
-            f"{urls}</urlset>\n").encode()
+def _sitemap(site: Site) -> bytes:
+    """sitemap.xml (templates/sitemap.xml): every page's absolute URL, in navigation order."""
+    base = site.config.base_url.rstrip("/") + "/"
+    locs = [base + url_path(site.pages[name].url) for name in site.order]
+    return site.jinja.get_template("sitemap.xml").render(locs=locs).encode()
