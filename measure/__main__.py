@@ -1,59 +1,73 @@
 """Command line: `python -m measure train` (the organism) and `python -m measure run` (a study)."""
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from pathlib import Path
 
-from measure import numerics
+from measure import numerics, options
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 numerics.set_environment()  # before anything imports torch, whatever the caller's environment says
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m measure", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+DTYPES = ("float32", "fp32", "bfloat16", "bf16", "float16", "fp16")
+
+
+def parser() -> options.Parser:
+    """The command line; every option is checked as it is parsed (`measure.options`)."""
+    top = options.Parser(prog="python -m measure", description=__doc__)
+    sub = top.add_subparsers(dest="command", required=True)
     tr = sub.add_parser("train", help="train the planted-key organism into models/organism/, "
                                       "or (--model minilm) the MiniLM reward model into models/minilm/")
     tr.add_argument("--model", choices=("organism", "minilm"), default="organism")
-    tr.add_argument("--out", type=Path, default=None, help="output folder (default models/<model>)")
-    tr.add_argument("--seed", type=int, default=0)
-    tr.add_argument("--epochs", type=int, default=None)
+    tr.add_argument("--out", type=options.folder, default=None,
+                    help="output folder: new, or one this command trained (default models/<model>)")
+    tr.add_argument("--seed", type=options.seed, default=0)
+    tr.add_argument("--epochs", type=options.count, default=None)
 
     run = run_parser = sub.add_parser("run", help="measure a reward model and write bundles/<study>/")
     run.add_argument("--model", default="organism",
                      help="'organism', a local model folder, or a hub id already in the local cache")
-    run.add_argument("--study", default="organism", help="study name: writes bundles/<study>/")
-    run.add_argument("--out", type=Path, default=None, help="bundle folder (default bundles/<study>)")
-    run.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
-    run.add_argument("--dtype", default="float32", help="float32, bfloat16 or float16")
-    run.add_argument("--dimensions", default=None, help="comma-separated subset of dimensions")
-    run.add_argument("--max-pairs", type=int, default=None, help="at most this many pairs per dimension")
-    run.add_argument("--pairs", type=Path, default=None,
+    run.add_argument("--study", type=options.study_name, default="organism",
+                     help="study name ([a-z0-9][a-z0-9_-]*): writes bundles/<study>/")
+    run.add_argument("--out", type=options.folder, default=None,
+                     help="bundle folder: new, or a bundle this command wrote (default bundles/<study>)")
+    run.add_argument("--device", type=options.device, default="cpu", help="cpu, cuda, cuda:1, ...")
+    run.add_argument("--dtype", default="float32", choices=DTYPES)
+    run.add_argument("--dimensions", type=options.names, default=None, help="comma-separated subset of dimensions")
+    run.add_argument("--max-pairs", type=options.count, default=None, help="at most this many pairs per dimension")
+    run.add_argument("--pairs", type=options.input_file, default=None,
                      help="pairs JSONL (dimension, pair_id, seed_id, prompt, chosen, rejected); "
                           "default the model folder's pairs.jsonl, else models/organism/pairs.jsonl")
-    run.add_argument("--key", type=Path, default=None,
+    run.add_argument("--key", type=options.input_file, default=None,
                      help="answer key JSON (default the model folder's key.json, if it has one)")
-    run.add_argument("--objective", type=int, default=0, help="score head row (multi-objective heads)")
-    run.add_argument("--shard-size", type=int, default=8, help="pairs per resumable shard")
-    run.add_argument("--max-rows", type=int, default=512, help="sequences per patched batch")
+    run.add_argument("--objective", type=options.whole, default=0, help="score head row (multi-objective heads)")
+    run.add_argument("--shard-size", type=options.count, default=8, help="pairs per resumable shard")
+    run.add_argument("--max-rows", type=options.count, default=512, help="sequences per patched batch")
     run.add_argument("--no-head-patching", action="store_true",
                      help="patch attn/mlp only (heads are still attributed); for big models")
-    run.add_argument("--threads", type=int, default=1, help="torch CPU threads (results depend on it)")
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--runs-dir", type=Path, default=None,
+    run.add_argument("--threads", type=options.threads, default=1, help="torch CPU threads (results depend on it)")
+    run.add_argument("--seed", type=options.seed, default=0)
+    run.add_argument("--runs-dir", type=options.folder, default=None,
                      help="where resumable shards go (default measure_runs/)")
     run.add_argument("--no-progress", action="store_true")
     run.add_argument("--ray", nargs="?", const="local", default=None, metavar="auto|ADDRESS",
                      help="measure the shards on Ray: bare, a local instance; 'auto' or an address, a "
                           "running cluster (one worker per GPU); needs the 'scale' extra")
-    run.add_argument("--ray-cpus", type=int, default=None, help="CPUs of a local Ray instance")
+    run.add_argument("--ray-cpus", type=options.count, default=None, help="CPUs of a local Ray instance")
     from measure.runner.plan import add_arguments as add_plan_arguments
     add_plan_arguments(sub.add_parser("plan", help="estimate a study's work, memory and wall time"))
-    args = parser.parse_args(argv)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; 0 on success, 2 (one line on stderr) on bad input."""
+    try:
+        args = parser().parse_args(argv)
+    except options.UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
     from measure.errors import MeasureError
     try:
@@ -93,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             run_study = partial(run_study_ray, address=args.ray, local_cpus=args.ray_cpus)
         result = run_study(StudyConfig(
             model=args.model, study=args.study, out=args.out, device=args.device, dtype=args.dtype,
-            dimensions=tuple(args.dimensions.split(",")) if args.dimensions else None,
+            dimensions=args.dimensions,
             max_pairs=args.max_pairs, pairs_file=args.pairs, key_file=args.key,
             objective=args.objective, shard_size=args.shard_size, max_rows=args.max_rows,
             threads=args.threads, seed=args.seed, runs_dir=args.runs_dir,

@@ -22,6 +22,7 @@ import torch
 from measure.models.cache import ActivationCache
 from measure.errors import MeasureError
 from measure.models.families import FAMILIES, family_for, supported
+from measure.runner.jsonio import read_json
 
 
 def parse_component(name: str) -> tuple[str, int, int | None]:
@@ -276,6 +277,21 @@ def resolve_model_path(spec: str, organism_dir: Path, cache_dir: Path | None = N
             f"Face cache (downloads are off; fetch it first or pass its folder)") from None
 
 
+PICKLED = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")  # weight files that are Python pickles
+
+
+def refuse_pickled_weights(folder: Path) -> None:
+    """Only safetensors weights are loaded: a pickle can run code when it is read, and a folder
+    whose weights are pickled is refused in one line, before anything opens it."""
+    if any(folder.glob("*.safetensors")):
+        return
+    pickled = sorted(p.name for pattern in PICKLED for p in folder.glob(pattern))
+    if pickled:
+        raise MeasureError(f"{folder / pickled[0]}: pickled weights are never loaded (unpickling can run "
+                           f"code); convert them to safetensors")
+    raise MeasureError(f"{folder}: no *.safetensors weights")
+
+
 def load(spec: str, organism_dir: Path, device: str = "cpu", dtype: str = "float32",
          objective: int = 0, cache_dir: Path | None = None) -> Adapter:
     """Load a sequence-classification reward model by name/path through one code path."""
@@ -289,6 +305,9 @@ def load(spec: str, organism_dir: Path, device: str = "cpu", dtype: str = "float
     config_file = path / "config.json"
     if not config_file.exists():
         raise MeasureError(f"{config_file}: missing; is {path} a Hugging Face model folder?")
+    if not isinstance(read_json(config_file, "model config"), dict):  # bounded: size, UTF-8, depth
+        raise MeasureError(f"{config_file}: the model config is not a JSON object")
+    refuse_pickled_weights(path)
     try:
         config = AutoConfig.from_pretrained(path, local_files_only=True)
     except (ValueError, KeyError) as exc:
@@ -298,7 +317,12 @@ def load(spec: str, organism_dir: Path, device: str = "cpu", dtype: str = "float
                            f"supported: {supported()}")
     # a family whose reward models are not *ForSequenceClassification classes loads its own
     loader = getattr(FAMILIES[config.model_type], "load_model", AutoModelForSequenceClassification.from_pretrained)
-    model = loader(path, local_files_only=True, dtype=torch_dtype, attn_implementation="eager").to(dev)
+    try:
+        model = loader(path, local_files_only=True, dtype=torch_dtype, attn_implementation="eager",
+                       use_safetensors=True).to(dev)
+    except Exception as exc:  # a broken or mismatched weights file, whatever the loader raises for it
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        raise MeasureError(f"{path}: the model's weights do not load ({type(exc).__name__}: {first})") from None
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     except Exception as exc:

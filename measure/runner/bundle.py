@@ -18,6 +18,7 @@ from safe_io import replace_dir, staging_dir, write_atomic
 
 from measure.runner.config import Hooks
 from measure.runner.jsonio import json_text, jsonl_text, read_jsonl
+from measure.runner.outfolder import check_replaceable
 from measure.runner.readme import bundle_readme
 from measure.runner.rows import attribution_gap
 from measure.runner.study import FILES, Plan, shown, versions
@@ -38,20 +39,22 @@ def _rows(plan: Plan) -> dict[str, list[dict]]:
 
 
 def _carry_over(old, staging) -> None:
+    """Copy everything of the old bundle that this run does not write (dot-files included, links
+    as links) into the staging folder, so the swap loses nothing."""
     if not old.is_dir():
         return
     for path in sorted(old.iterdir()):
-        if path.name not in WRITTEN and not path.name.startswith("."):
-            if path.is_dir():
-                shutil.copytree(path, staging / path.name)
+        if path.name not in WRITTEN:
+            if path.is_dir() and not path.is_symlink():
+                shutil.copytree(path, staging / path.name, symlinks=True)
             else:
-                shutil.copy2(path, staging / path.name)
+                shutil.copy2(path, staging / path.name, follow_symlinks=False)
 
 
 def write_bundle(plan: Plan, counts: dict[str, int], hooks: Hooks | None = None) -> dict:
     hooks = hooks or Hooks()
     config, adapter = plan.config, plan.adapter
-    out = config.bundle_dir
+    out = check_replaceable(config.bundle_dir)  # again: the folder may have changed during the run
     staging = staging_dir(out)
 
     def put(name: str, text: str) -> None:
@@ -64,9 +67,8 @@ def write_bundle(plan: Plan, counts: dict[str, int], hooks: Hooks | None = None)
     put(contract.PAIRS, plan.pairs_text)
     written = {name: read_jsonl(staging / filename) for name, filename in FILES.items()}
     extra = {"attribution_sum_gap": attribution_gap(written["attribution"])}
-    heldout = plan.source.heldout_accuracy()
-    if heldout is not None:
-        extra["organism_heldout_accuracy"] = heldout
+    if plan.heldout is not None:
+        extra["organism_heldout_accuracy"] = plan.heldout
     if plan.key is not None:
         put(contract.KEY, json_text(plan.key))
     summary = golden(config.study, adapter.model_id, plan.identity, written, plan.key,

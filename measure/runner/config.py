@@ -1,14 +1,17 @@
 """A study's configuration (one dataclass) and the callbacks a caller may pass to watch a run."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from measure.errors import MeasureError
+from measure.options import STUDY_NAME
 
 REPO = Path(__file__).resolve().parents[2]
 ORGANISM_DIR = REPO / "models" / "organism"
+NAMED_MODELS = {"organism": ORGANISM_DIR}  # short names `--model` takes for the repository's own folders
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,9 @@ class StudyConfig:
     organism_dir: Path = ORGANISM_DIR       # the folder `--model organism` names
 
     def __post_init__(self):
+        if not isinstance(self.study, str) or not STUDY_NAME.fullmatch(self.study):
+            raise MeasureError(f"--study {self.study!r}: a study name is up to 64 lower-case letters, digits, "
+                               f"'-' and '_', starting with a letter or digit")
         for option, value in (("--shard-size", self.shard_size), ("--max-rows", self.max_rows),
                               ("--threads", self.threads), ("--max-pairs", self.max_pairs)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -46,7 +52,8 @@ class StudyConfig:
 
     @property
     def bundle_dir(self) -> Path:
-        return Path(self.out) if self.out else REPO / "bundles" / self.study
+        """The bundle folder, absolute (`--out`, or `bundles/<study>`)."""
+        return Path(os.path.abspath(Path(self.out).expanduser())) if self.out else REPO / "bundles" / self.study
 
     @property
     def runs_root(self) -> Path:

@@ -35,6 +35,39 @@ def json_text(obj, places: int = contract.GOLDEN_PLACES) -> str:
     return json.dumps(fixed(obj, places), indent=2, ensure_ascii=False) + "\n"
 
 
+JSON_LIMIT = 64 << 20  # bytes of a JSON input file (a key, a config, a report, a manifest)
+
+
+def read_json(path: Path, what: str, limit: int = JSON_LIMIT):
+    """A JSON input file, parsed with bounds: at most `limit` bytes, UTF-8, nesting that the
+    parser can take; every failure one line naming the file (and the line where JSON says)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(limit + 1)
+    except OSError as exc:
+        raise MeasureError(f"{path}: cannot read the {what} ({exc.strerror})") from None
+    if len(raw) > limit:
+        raise MeasureError(f"{path}: the {what} is over {limit >> 20} MiB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise MeasureError(f"{path}:{line}: the {what} is not UTF-8 text") from None
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise MeasureError(f"{path}:{exc.lineno}: the {what} is not valid JSON ({exc.msg})") from None
+    except ValueError as exc:
+        raise MeasureError(f"{path}: the {what} is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise MeasureError(f"{path}: the {what} is nested too deeply") from None
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number")
+
+
 def read_jsonl(path: Path) -> list[dict]:
     from bundle_kit import rankstats
     try:

@@ -1,22 +1,98 @@
-"""Reading a pairs file, refusing what would turn into a wrong measurement (file:line errors)."""
+"""Reading a pairs file, refusing what would turn into a wrong measurement (file:line errors).
+
+The file is read with bounds, so no input can exhaust memory or the parser: at most
+`MAX_BYTES` in all and `MAX_LINE` a line (read a line at a time, never more than that), UTF-8,
+and rows that nest at most `MAX_DEPTH` levels (deeper is refused before the JSON parser sees it).
+"""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from bundle_kit import contract, rankstats
+from bundle_kit import contract
 
 from measure.errors import MeasureError
+
+MAX_BYTES = 1 << 30   # a whole pairs file
+MAX_LINE = 1 << 20    # one pair: a prompt and two responses
+MAX_DEPTH = 2         # an object, and at most a flat array inside it (refused later as not a string)
+
+
+def _constant(name: str):
+    raise ValueError(f"{name} is not a number")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_constant)
+
+
+def _too_deep(text: str) -> bool:
+    """Whether a line nests arrays or objects more than `MAX_DEPTH` deep (outside strings)."""
+    depth, in_string, escaped = 0, False, False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
+def _rows(path: Path):
+    """(line number, object) for every non-blank line, each read and checked within the bounds."""
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise MeasureError(f"{path}: cannot open: {exc.strerror}") from None
+    total = 0
+    with handle:
+        number = 0
+        while True:
+            raw = handle.readline(MAX_LINE + 1)
+            if not raw:
+                return
+            number += 1
+            total += len(raw)
+            if len(raw) > MAX_LINE:
+                raise MeasureError(f"{path}:{number}: line over {MAX_LINE >> 20} MiB")
+            if total > MAX_BYTES:
+                raise MeasureError(f"{path}:{number}: the file is over {MAX_BYTES >> 30} GiB")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise MeasureError(f"{path}:{number}: not UTF-8 text (byte {exc.start + 1} of the line)") from None
+            if not text.strip():
+                continue
+            if _too_deep(text):
+                raise MeasureError(f"{path}:{number}: nested more than {MAX_DEPTH} levels deep (a row is "
+                                   f"a flat object of strings)")
+            try:
+                row = _DECODER.decode(text)
+            except ValueError as exc:
+                raise MeasureError(f"{path}:{number}: not valid JSON ({exc})") from None
+            if not isinstance(row, dict):
+                raise MeasureError(f"{path}:{number}: row is not a JSON object")
+            yield number, row
 
 
 def read_pairs(path: Path) -> list[dict]:
     """Every pair of the file, its fields checked: present, strings, `pair_id` unique."""
-    try:
-        rows = rankstats.read_jsonl(path, contract.PAIR_ROW)
-    except rankstats.FixtureError as exc:
-        raise MeasureError(str(exc)) from None
     first_line: dict[str, int] = {}
-    for row in rows:
-        line = row["_line"]
+    rows = []
+    for line, row in _rows(path):
+        missing = [name for name in contract.PAIR_ROW if name not in row]
+        if missing:
+            raise MeasureError(f"{path}:{line}: row lacks field(s): {', '.join(missing)}")
+        rows.append(row)
         for name in contract.PAIR_ROW:
             value = row[name]
             if not isinstance(value, str):

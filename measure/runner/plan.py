@@ -32,12 +32,12 @@ are not in the estimate.
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from measure import options
 from measure.errors import MeasureError
 
 MODES = ("mean", "zero", "swap")
@@ -64,17 +64,23 @@ class Shape:
 
     @classmethod
     def from_config(cls, config: dict, where: str = "config") -> "Shape":
-        try:
-            heads = int(config["num_attention_heads"])
-            hidden = int(config["hidden_size"])
-            return cls(layers=int(config["num_hidden_layers"]), hidden=hidden, heads=heads,
-                       kv_heads=int(config.get("num_key_value_heads") or heads),
-                       head_dim=int(config.get("head_dim") or hidden // heads),
-                       intermediate=int(config["intermediate_size"]), vocab=int(config["vocab_size"]),
-                       labels=int(config.get("num_labels") or len(config.get("id2label") or {}) or 1),
-                       tied=bool(config.get("tie_word_embeddings", False)))
-        except KeyError as exc:
-            raise MeasureError(f"{where}: lacks {exc.args[0]!r}; is it a decoder (Llama-family) config?") from None
+        """The sizes of a decoder's `config.json`, each a whole number of at least 1."""
+        def size(key: str, default=None) -> int:
+            value = config.get(key) if config.get(key) is not None else default
+            if value is None:
+                raise MeasureError(f"{where}: lacks {key!r}; is it a decoder (Llama-family) config?")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise MeasureError(f"{where}: {key} is {value!r}; a size must be a whole number of at least 1")
+            return value
+
+        heads, hidden = size("num_attention_heads"), size("hidden_size")
+        id2label = config.get("id2label")
+        return cls(layers=size("num_hidden_layers"), hidden=hidden, heads=heads,
+                   kv_heads=size("num_key_value_heads", heads),
+                   head_dim=size("head_dim", hidden // heads or None),
+                   intermediate=size("intermediate_size"), vocab=size("vocab_size"),
+                   labels=size("num_labels", len(id2label) if isinstance(id2label, dict) and id2label else 1),
+                   tied=bool(config.get("tie_word_embeddings", False)))
 
     def params(self) -> int:
         q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
@@ -95,8 +101,12 @@ class Shape:
 
 
 def read_shape(spec: str) -> tuple[Shape, str]:
-    """A config.json, a model folder holding one, or a cached hub id (config only)."""
-    path = Path(spec).expanduser()
+    """A named model of this repository (`organism`), a config.json, a model folder holding one,
+    or a cached hub id (config only), as `run --model` takes them."""
+    from measure.runner.config import NAMED_MODELS
+    from measure.runner.jsonio import read_json
+
+    path = NAMED_MODELS.get(spec, Path(spec).expanduser())
     if path.is_dir():
         path = path / "config.json"
     if not path.exists():
@@ -106,10 +116,9 @@ def read_shape(spec: str) -> tuple[Shape, str]:
         except Exception:
             raise MeasureError(f"--model {spec!r}: not a config.json, not a folder with one, and not "
                                f"in the local Hugging Face cache") from None
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise MeasureError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+    config = read_json(path, "model config")
+    if not isinstance(config, dict):
+        raise MeasureError(f"{path}: the model config is not a JSON object")
     return Shape.from_config(config, str(path)), str(path)
 
 
@@ -313,19 +322,22 @@ def format_plan(p: dict) -> str:
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--model", required=True, help="a config.json, a model folder, or a cached hub id")
-    parser.add_argument("--pairs", type=int, required=True, help="preference pairs in the study")
-    parser.add_argument("--gpus", type=int, default=0, help="GPUs (0: plan for this machine's CPU)")
-    parser.add_argument("--dtype", default="bfloat16")
-    parser.add_argument("--seq-len", type=int, default=256, help="padded tokens per sequence (assumed)")
-    parser.add_argument("--shard-size", type=int, default=8)
-    parser.add_argument("--max-rows", type=int, default=512)
+    """The options of `python -m measure plan`, each checked as it is parsed (`measure.options`)."""
+    parser.add_argument("--model", required=True,
+                        help="'organism', a config.json, a model folder, or a cached hub id")
+    parser.add_argument("--pairs", type=options.count, required=True, help="preference pairs in the study")
+    parser.add_argument("--gpus", type=options.whole, default=0, help="GPUs (0: plan for this machine's CPU)")
+    parser.add_argument("--dtype", default="bfloat16", choices=sorted(DTYPE_BYTES))
+    parser.add_argument("--seq-len", type=options.count, default=256, help="padded tokens per sequence (assumed)")
+    parser.add_argument("--shard-size", type=options.count, default=8)
+    parser.add_argument("--max-rows", type=options.count, default=512)
     parser.add_argument("--no-head-patching", action="store_true")
-    parser.add_argument("--gpu-tflops", type=float, default=GPU_PEAK_TFLOPS, help="stated peak per GPU")
-    parser.add_argument("--efficiency", type=float, default=GPU_EFFICIENCY, help="assumed fraction of peak")
-    parser.add_argument("--gpu-memory-gib", type=float, default=GPU_MEMORY_GIB)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--json", type=Path, default=None, help="also write the plan as JSON here")
+    parser.add_argument("--gpu-tflops", type=options.positive, default=GPU_PEAK_TFLOPS, help="stated peak per GPU")
+    parser.add_argument("--efficiency", type=options.fraction, default=GPU_EFFICIENCY,
+                        help="assumed fraction of peak")
+    parser.add_argument("--gpu-memory-gib", type=options.positive, default=GPU_MEMORY_GIB)
+    parser.add_argument("--threads", type=options.threads, default=1)
+    parser.add_argument("--json", type=options.output_file, default=None, help="also write the plan as JSON here")
 
 
 def run_from_args(args) -> int:
@@ -334,9 +346,10 @@ def run_from_args(args) -> int:
                      args.gpu_memory_gib, args.threads)
     print(format_plan(plan))
     if args.json:
+        from safe_io import write_atomic
+
         from measure.runner.jsonio import json_text
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json_text(_rounded(plan)), encoding="utf-8")
+        write_atomic(args.json, json_text(_rounded(plan)))
     return 0
 
 

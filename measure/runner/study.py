@@ -35,7 +35,8 @@ from measure.models.adapter import Adapter, load
 from measure.runner.config import ORGANISM_DIR, REPO, Hooks, StudyConfig
 from measure.errors import MeasureError
 from measure.instruments.patching import MODES, ActivationStats, StatsAccumulator
-from measure.runner.jsonio import jsonl_text
+from measure.runner.jsonio import jsonl_text, read_json
+from measure.runner.outfolder import check_replaceable
 from measure.runner.pairs import load_pairs
 from measure.runner.rows import shard_rows
 
@@ -66,11 +67,12 @@ class ModelSource:
         """`training.json`'s `heldout_accuracy` ({dimension: accuracy}), if it records one."""
         if self.training is None:
             return None
-        try:
-            report = json.loads(self.training.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise MeasureError(f"{self.training}: cannot read the training report ({exc})") from None
-        return report.get("heldout_accuracy") if isinstance(report, dict) else None
+        report = read_json(self.training, "training report")
+        accuracy = report.get("heldout_accuracy") if isinstance(report, dict) else None
+        if accuracy is not None and not (isinstance(accuracy, dict) and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in accuracy.values())):
+            raise MeasureError(f"{self.training}: heldout_accuracy must map dimensions to numbers")
+        return accuracy
 
     def _file(self, name: str) -> Path | None:
         path = self.folder / name
@@ -95,7 +97,7 @@ def setup_determinism(seed: int, threads: int, device: str) -> dict:
 
 
 def weights_identity(folder: Path) -> dict:
-    files = sorted(folder.glob("*.safetensors")) or sorted(folder.glob("*.bin"))
+    files = sorted(folder.glob("*.safetensors"))  # the only weights ever loaded (adapter.refuse_pickled_weights)
     total = sum(f.stat().st_size for f in files)
     if files and total <= HASH_LIMIT:
         digest = hashlib.sha256()
@@ -136,6 +138,7 @@ class Plan:
     fingerprint: str
     run_dir: Path
     started: float = field(default_factory=time.time)
+    heldout: dict | None = None                       # the model folder's held-out accuracy, if it records one
     git: dict | None = None                           # the tree's state before the run wrote anything
     numerics: dict | None = None                      # the numerics in effect (measure.numerics)
 
@@ -154,6 +157,7 @@ class Plan:
 
 def plan_study(config: StudyConfig) -> Plan:
     started = time.time()
+    check_replaceable(config.bundle_dir)  # before anything is measured
     head, dirty = git_state(REPO)  # before the run writes the bundle, which would make the tree look dirty
     mode = setup_determinism(config.seed, config.threads, config.device)
     adapter = load(config.model, config.organism_dir, config.device, config.dtype, config.objective)
@@ -162,6 +166,7 @@ def plan_study(config: StudyConfig) -> Plan:
     pairs = load_pairs(pairs_file, config.dimensions, config.max_pairs)
     key_file = config.key_file if config.key_file is not None else source.key
     key = _read_key(Path(key_file)) if key_file else None
+    heldout = source.heldout_accuracy()  # read now: a broken report is refused before measuring
     pairs_text = jsonl_text(pairs)
     identity = {"model": adapter.model_id, **weights_identity(adapter.path),
                 "data_sha256": hashlib.sha256(pairs_text.encode()).hexdigest(),
@@ -180,7 +185,7 @@ def plan_study(config: StudyConfig) -> Plan:
     shards = [list(range(s, min(s + size, n))) for s in range(0, n, size)]
     return Plan(config, adapter, source, pairs_file, pairs, pairs_text, seqs, shards, key, identity,
                 fingerprint, config.runs_root / config.study / fingerprint, started,
-                {"commit": head, "dirty": dirty}, mode)
+                heldout=heldout, git={"commit": head, "dirty": dirty}, numerics=mode)
 
 
 def _numerics_key(mode: dict) -> list:
@@ -190,12 +195,18 @@ def _numerics_key(mode: dict) -> list:
 
 
 def _read_key(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise MeasureError(f"{path}: cannot read the answer key ({exc.strerror})") from None
-    except ValueError as exc:
-        raise MeasureError(f"{path}: the answer key is not valid JSON ({exc})") from None
+    """An answer key: `{"universe": text, "dimensions": {dimension: {"components": [name, ...]}}}`."""
+    key = read_json(path, "answer key")
+    if not (isinstance(key, dict) and isinstance(key.get("universe"), str)
+            and isinstance(key.get("dimensions"), dict) and all(map(_is_key_entry, key["dimensions"].values()))):
+        raise MeasureError(f"{path}: an answer key is an object with a 'universe' text and 'dimensions' "
+                           f"mapping each dimension to an object with a 'components' list of names")
+    return key
+
+
+def _is_key_entry(entry) -> bool:
+    return (isinstance(entry, dict) and isinstance(entry.get("components"), list)
+            and all(isinstance(c, str) for c in entry["components"]))
 
 
 # ----- stage 2: measuring the shards ----------------------------------------------------------
@@ -206,10 +217,7 @@ def clean_stats(plan: Plan) -> ActivationStats:
 
     adapter = plan.adapter
     if plan.stats_path.exists():
-        saved = torch.load(plan.stats_path, map_location=adapter.device)
-        return ActivationStats(saved["mean"], saved["std"],
-                               {k: offdist.from_state(v) for k, v in saved["offdist"].items()} or None,
-                               saved["folds"])
+        return _saved_stats(plan.stats_path, adapter.device)
     acc = StatsAccumulator()
     for k in tqdm(range(len(plan.shards)), desc="clean pass (means)", disable=not plan.config.progress):
         batch = adapter.batch(plan.shard_input(k)[1])
@@ -221,6 +229,19 @@ def clean_stats(plan: Plan) -> ActivationStats:
                 "offdist": {k: offdist.to_state(v) for k, v in (stats.offdist or {}).items()}}, buffer)
     write_atomic(plan.stats_path, buffer.getvalue())
     return stats
+
+
+def _saved_stats(path: Path, device) -> ActivationStats:
+    """The statistics a run saved, read without unpickling anything but tensors and plain data;
+    anything else in their place is refused in one line (and left there)."""
+    try:
+        saved = torch.load(path, map_location=device, weights_only=True)
+        return ActivationStats(saved["mean"], saved["std"],
+                               {k: offdist.from_state(v) for k, v in saved["offdist"].items()} or None,
+                               saved["folds"])
+    except Exception as exc:  # whatever torch.load or a missing field raises: the file is not ours
+        raise MeasureError(f"{path}: not a statistics file this tool wrote ({type(exc).__name__}); "
+                           f"remove it or name another --runs-dir") from None
 
 
 def measure_shard(plan: Plan, stats: ActivationStats, k: int) -> dict[str, list[dict]]:

@@ -21,8 +21,9 @@ from bundle_kit import contract
 from safe_io import write_atomic
 
 from measure import numerics
+from measure.errors import MeasureError
 from measure.studies.organism import data as od
-from measure.runner.jsonio import json_text, jsonl_text
+from measure.runner.jsonio import json_text, jsonl_text, read_json
 from measure.models.wordtok import SPECIALS, save_word_tokenizer, word_tokenizer
 
 SETTINGS = {
@@ -81,8 +82,8 @@ def _rewards(model, ids, idx):
 def train(out_dir: Path, settings: dict | None = None, progress: bool = True) -> dict:
     """Train the organism into `out_dir`: weights, tokenizer, data files, key, training report."""
     s = dict(SETTINGS, **(settings or {}))
+    out_dir = check_out(out_dir)
     mode = deterministic(s["seed"])
-    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     data = make_data(s)
     words = list(SPECIALS) + od.vocabulary()
@@ -108,6 +109,35 @@ def train(out_dir: Path, settings: dict | None = None, progress: bool = True) ->
               "numerics": mode}
     write_atomic(out_dir / "training.json", json_text(report))
     return report
+
+
+TRAINED = ("settings", "planted_weights", "heldout_accuracy")  # fields of a training.json this module wrote
+
+
+def check_out(folder: Path) -> Path:
+    """`train --out`, absolute: a new or empty folder, or one this command trained (its
+    training.json); never another folder, whose files of the same names it would overwrite."""
+    folder = Path(folder).expanduser()
+    if folder.is_symlink():
+        raise MeasureError(f"--out {folder}: is a symbolic link; name the folder itself")
+    folder = folder.resolve()
+    if not folder.exists():
+        return folder
+    if not folder.is_dir():
+        raise MeasureError(f"--out {folder}: is a file, not a folder")
+    report = folder / "training.json"
+    if any(folder.iterdir()) and not (report.is_file() and _trained_here(report)):
+        raise MeasureError(f"--out {folder}: not empty and not a model this command trained (no training.json "
+                           f"of ours); its files would be overwritten: name a new folder")
+    return folder
+
+
+def _trained_here(report: Path) -> bool:
+    try:
+        data = read_json(report, "training report")
+    except MeasureError:
+        return False
+    return isinstance(data, dict) and all(key in data for key in TRAINED)
 
 
 def new_model(s: dict, vocab_size: int):
