@@ -11,6 +11,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 numerics.set_environment()  # before anything imports torch, whatever the caller's environment says
 
 
+DEFAULT_STUDY = "organism"
 DTYPES = ("float32", "fp32", "bfloat16", "bf16", "float16", "fp16")
 
 
@@ -26,10 +27,10 @@ def parser() -> options.Parser:
     tr.add_argument("--seed", type=options.seed, default=0)
     tr.add_argument("--epochs", type=options.count, default=None)
 
-    run = run_parser = sub.add_parser("run", help="measure a reward model and write bundles/<study>/")
+    run = sub.add_parser("run", help="measure a reward model and write bundles/<study>/")
     run.add_argument("--model", default="organism",
                      help="'organism', a local model folder, or a hub id already in the local cache")
-    run.add_argument("--study", type=options.study_name, default="organism",
+    run.add_argument("--study", type=options.study_name, default=DEFAULT_STUDY,
                      help="study name ([a-z0-9][a-z0-9_-]*): writes bundles/<study>/")
     run.add_argument("--out", type=options.folder, default=None,
                      help="bundle folder: new, or a bundle this command wrote (default bundles/<study>)")
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_from_args(args)
         if args.model == "minilm":  # its own runner: two reads per pair (measure/studies/minilm/study.py)
             from measure.studies.minilm.study import STUDY, run
-            if args.study not in (STUDY, run_parser.get_default("study")):
+            if args.study not in (STUDY, DEFAULT_STUDY):
                 raise MeasureError(f"--study {args.study}: the MiniLM model's study is {STUDY} (bundles/{STUDY}/)")
             result = run(out=args.out, max_pairs=args.max_pairs, progress=not args.no_progress,
                          threads=args.threads)
