@@ -307,7 +307,6 @@ def load(spec: str, organism_dir: Path, device: str = "cpu", dtype: str = "float
         raise MeasureError(f"{config_file}: missing; is {path} a Hugging Face model folder?")
     if not isinstance(read_json(config_file, "model config"), dict):  # bounded: size, UTF-8, depth
         raise MeasureError(f"{config_file}: the model config is not a JSON object")
-    refuse_pickled_weights(path)
     try:
         config = AutoConfig.from_pretrained(path, local_files_only=True)
     except (ValueError, KeyError) as exc:
@@ -315,6 +314,7 @@ def load(spec: str, organism_dir: Path, device: str = "cpu", dtype: str = "float
     if config.model_type not in FAMILIES:
         raise MeasureError(f"{config_file}: architecture {config.model_type!r} is not supported; "
                            f"supported: {supported()}")
+    refuse_pickled_weights(path)
     # a family whose reward models are not *ForSequenceClassification classes loads its own
     loader = getattr(FAMILIES[config.model_type], "load_model", AutoModelForSequenceClassification.from_pretrained)
     try:
