@@ -57,17 +57,21 @@ def build(spec: dict, ctx) -> FigureParts:
             if family not in families:
                 families.append(family)
     series = [ALL] + families
+    # the axis starts a step below chance or the lowest interval, whichever is lower
+    low = max(0.0, min(min(r["low"] for r in rows), float(chance)) - 0.1)
+    low = round(low * 10 // 1) / 10
     methods = list(dict.fromkeys(r["method"] for r in rows))
 
     def chart(p: dict):
         colours = [p["text"]] + p["kinds"][: len(families)]
         y = alt.Y("method:N", sort=methods, title=None, axis=alt.Axis(labelFontSize=12))
         offset = alt.YOffset("series:N", sort=series, scale=alt.Scale(paddingInner=0.2))
-        colour = alt.Color("series:N", sort=series, title="series",
-                           scale=alt.Scale(domain=series, range=colours))
-        shape = alt.Shape("series:N", sort=series, title="series", scale=alt.Scale(domain=series, range=SHAPES[: len(series)]))
-        x = alt.X("value:Q", title="key recovery (AUC; 1 = every key member ranked first)",
-                  scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(values=[0, 0.25, 0.5, 0.75, 1], format=".2f"))
+        legend = alt.Legend(orient="bottom", direction="horizontal", title=None, columns=2)
+        colour = alt.Color("series:N", sort=series, scale=alt.Scale(domain=series, range=colours), legend=legend)
+        shape = alt.Shape("series:N", sort=series, scale=alt.Scale(domain=series, range=SHAPES[: len(series)]),
+                          legend=legend)
+        x = alt.X("value:Q", title="key recovery (AUC)", scale=alt.Scale(domain=[low, 1], zero=False, nice=False),
+                  axis=alt.Axis(values=[v / 4 for v in range(5) if v / 4 >= low], format=".2f"))
         tips = [alt.Tooltip("method:N"), alt.Tooltip("series:N"), alt.Tooltip("value:Q", format=".3f"),
                 alt.Tooltip("low:Q", title="interval low", format=".3f"),
                 alt.Tooltip("high:Q", title="interval high", format=".3f")]
@@ -77,11 +81,10 @@ def build(spec: dict, ctx) -> FigureParts:
         points = base.mark_point(filled=True, size=70, opacity=1, aria=False).encode(x=x, y=y, yOffset=offset, color=colour, shape=shape,
                                                              tooltip=tips).properties(name="datamark_points")
         rule = alt.Chart().mark_rule(color=p["muted"], strokeDash=[4, 3]).encode(x=alt.datum(chance))
-        label = alt.Chart().mark_text(color=p["muted"], align="left", dx=3, dy=-4, fontSize=11).encode(
+        label = alt.Chart().mark_text(color=p["muted"], align="left", dx=3, dy=-4).encode(
             x=alt.datum(chance), y=alt.value(0), text=alt.datum("chance"))
-        # the browser's font can be wider than the one the layout was measured with: room on the left
-        return alt.layer(rule, bars, points, label).properties(width=420, height=alt.Step(11),
-                                                               padding={"left": 36, "top": 5, "right": 40, "bottom": 5})
+        # narrow enough to shrink to a phone's column with its text readable (docs/figures.md)
+        return alt.layer(rule, bars, points, label).properties(width=230, height=alt.Step(11))
 
     table = Table(["method", "series", "value", "interval low", "interval high"],
                   [[r["method"], r["series"], f'{r["value"]:.6f}', f'{r["low"]:.6f}', f'{r["high"]:.6f}'] for r in rows])

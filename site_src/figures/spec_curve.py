@@ -16,15 +16,21 @@ import altair as alt
 from .data import computed, file_receipt, read_rows, size_option, spec_data, spec_id
 from .types import FigureError, FigureParts, Table
 
+WIDTH = 250   # narrow enough to shrink to a phone's column with its text readable (docs/figures.md)
 FIELDS = ("headline", "floor", "key", "aggregation", "metric", "mode", "primary", "value", "reference", "holds")
 CHOICES = ("floor", "key", "aggregation", "metric", "mode")
+# how a choice is written beside its row of the grid (short: the drawing must fit a phone's column)
+CHOICE_NAMES = {"aggregation": {"site": "site scores", "magnitude": "mean |x|", "signed": "|mean x|"},
+                "metric": {"auc": "AUC", "precision_at_k": "precision@k"}}
 HOLDS = {"gap": ("patching ahead", "attribution ahead or tied"),
          "attribution": ("above chance", "at or below chance"),
          "patching": ("above chance", "at or below chance")}
 
 
 def _choice_label(axis: str, value) -> str:
-    return f"{axis} {value:g}" if isinstance(value, float) else f"{axis} {value}"
+    if isinstance(value, float):
+        return f"floor {value:g}"
+    return CHOICE_NAMES.get(axis, {}).get(value) or f"{axis} {value}"
 
 
 def build(spec: dict, ctx) -> FigureParts:
@@ -66,35 +72,35 @@ def build(spec: dict, ctx) -> FigureParts:
     share = float(summary.value["share"])
     n = len(mine)
     height = size_option(spec, "height", 200, 80, 600)
-    step = 12 if height >= 160 else 9
+    step = 16                            # a row of the choices per line of text
 
     def chart(p: dict):
-        x = alt.X("rank:Q", title=f"specifications, sorted by value ({n})", scale=alt.Scale(domain=[0, n + 1]),
+        x = alt.X("rank:Q", title=f"{n} specifications, sorted", scale=alt.Scale(domain=[0, n + 1]),
                   axis=alt.Axis(labels=False, ticks=False, grid=False))
-        colour = alt.Color("outcome:N", title="conclusion", sort=[yes, no],
+        legend = alt.Legend(orient="bottom", direction="vertical", title=None)
+        colour = alt.Color("outcome:N", sort=[yes, no], legend=legend,
                            scale=alt.Scale(domain=[yes, no], range=[p["positive"], p["negative"]]))
-        shape = alt.Shape("outcome:N", title="conclusion", sort=[yes, no],
+        shape = alt.Shape("outcome:N", sort=[yes, no], legend=legend,
                           scale=alt.Scale(domain=[yes, no], range=["circle", "triangle-down"]))
         tips = [alt.Tooltip("value:Q", format="+.4f"), alt.Tooltip("outcome:N", title="conclusion"),
                 alt.Tooltip("choices:N"), alt.Tooltip("primary:N")]
         base = alt.Chart(alt.NamedData(name="curve"))
-        dots = base.mark_point(size=26, filled=True, opacity=1, aria=False).encode(
-            x=x, y=alt.Y("value:Q", title=f"{headline} value"), color=colour, shape=shape, tooltip=tips,
+        dots = base.mark_point(size=18, filled=True, opacity=1, aria=False).encode(
+            x=x, y=alt.Y("value:Q", title=headline), color=colour, shape=shape, tooltip=tips,
         ).properties(name="datamark_points")
         reference = base.mark_line(color=p["muted"], strokeDash=[4, 3], interpolate="step-after", aria=False).encode(
             x=x, y="reference:Q")
         primary = base.transform_filter(alt.datum.primary).mark_point(
             size=220, strokeWidth=2, color=p["text"], filled=False).encode(x=x, y="value:Q")
         label = base.transform_filter(alt.datum.primary).mark_text(
-            align="left", dx=9, dy=-9, fontSize=11, color=p["text"]).encode(x=x, y="value:Q", text=alt.value("primary"))
-        top = alt.layer(reference, dots, primary, label).properties(width=520, height=height)
+            align="left", dx=9, dy=-9, color=p["text"]).encode(x=x, y="value:Q", text=alt.value("primary"))
+        top = alt.layer(reference, dots, primary, label).properties(width=WIDTH, height=height)
         grid = alt.Chart(alt.NamedData(name="choices")).mark_bar(height=step - 4, color=p["text"], aria=False).encode(
             x=alt.X("start:Q", title=None, scale=alt.Scale(domain=[0, n + 1]), axis=None),
             x2="end_edge:Q",
-            y=alt.Y("choice:N", sort=order, title=None, axis=alt.Axis(labelFontSize=11)),
-        ).transform_calculate(end_edge=alt.datum.end + 0.4).properties(width=520, height=alt.Step(step))
-        # the browser's font can be wider than the one the layout was measured with: room on the left
-        return alt.vconcat(top, grid, spacing=6).properties(padding={"left": 36, "top": 5, "right": 40, "bottom": 5})
+            y=alt.Y("choice:N", sort=order, title=None),
+        ).transform_calculate(end_edge=alt.datum.end + 0.4).properties(width=WIDTH, height=alt.Step(step))
+        return alt.vconcat(top, grid, spacing=6)
 
     table = Table(["rank", "value", "conclusion", "primary", *axes],
                   [[i, f'{r["value"]:+.6f}' if r["value"] is not None else "", yes if r["holds"] else no,
