@@ -33,13 +33,17 @@ def test_bt_fit_reaches_the_optimum(n, p):
 
 REFIT = """
 import hashlib, json, sys
+from measure import numerics
+numerics.set_environment()   # before torch: as `python -m measure` does
+import torch
 from safetensors.torch import save_file
 from measure.runner.jsonio import read_jsonl
-from measure.studies.minilm import heads, numerics
+from measure.studies.minilm import heads
 from measure.studies.minilm.data import PAIRS_FILE
+numerics.enter(1)
+torch.use_deterministic_algorithms(True)
 pairs = read_jsonl(PAIRS_FILE)
-with numerics.declared():
-    tensors, _ = heads.train_heads(heads.load_features(pairs, heads.MODEL_DIR / heads.FEATURES_FILE), pairs)
+tensors, _ = heads.train_heads(heads.load_features(pairs, heads.MODEL_DIR / heads.FEATURES_FILE), pairs)
 save_file(tensors, sys.argv[1], metadata={"format": "pt"})
 print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())
 """
@@ -64,18 +68,19 @@ def test_heads_refit_in_a_clean_clone_are_byte_identical(tmp_path):
 
 def test_committed_features_are_the_trunks_bit_for_bit():
     """A sample of the committed pooled features (one pair of each dimension, both responses),
-    recomputed from the installed trunk under the declared numerics, equal to the bit."""
+    recomputed from the installed trunk in the portable numerics mode, equal to the bit."""
     from measure.runner.jsonio import read_jsonl
-    from measure.studies.minilm import heads, model, numerics
+    from measure import numerics
+    from measure.studies.minilm import heads, model
     pairs = read_jsonl(md.PAIRS_FILE)
     features = heads.load_features(pairs, heads.MODEL_DIR / heads.FEATURES_FILE)
     picks = [next(i for i, p in enumerate(pairs) if p["dimension"] == d and p["fold"] == k % md.FOLDS)
              for k, d in enumerate(md.DIMENSIONS)]
     bert, tokenizer = model.load_trunk()
-    with numerics.declared():
-        for side in ("chosen", "rejected"):
-            got = model.pooled_features(bert, tokenizer, [model.text_of(pairs[i]["prompt"], pairs[i][side]) for i in picks])
-            assert torch.equal(got, features[side][picks]), side
+    numerics.enter(1)
+    for side in ("chosen", "rejected"):
+        got = model.pooled_features(bert, tokenizer, [model.text_of(pairs[i]["prompt"], pairs[i][side]) for i in picks])
+        assert torch.equal(got, features[side][picks]), side
 
 
 def test_model_folder_loads_and_holds_the_fold_heads():

