@@ -30,6 +30,7 @@ def _interval(figure_id: str, where: str, value) -> tuple[float, float]:
 
 
 def build(spec: dict, ctx) -> FigureParts:
+    """The figure parts of one `key_recovery` block: a point and interval per (method, series)."""
     figure_id = spec_id(spec)
     opts = options(spec)
     chance = opts.get("chance", 0.5)

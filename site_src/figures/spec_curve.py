@@ -34,6 +34,7 @@ def _choice_label(axis: str, value) -> str:
 
 
 def build(spec: dict, ctx) -> FigureParts:
+    """The figure parts of one `spec_curve` block: the sorted curve and the choices beneath."""
     figure_id = spec_id(spec)
     ref = spec_data(spec, "summary")
     summary = ctx.resolve_ref(ref)
