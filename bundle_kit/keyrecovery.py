@@ -134,6 +134,7 @@ def metric(values: list[float], names: list[str], key: list[str], which: str) ->
 
 
 def chance(names: list[str], key: list[str], which: str) -> float:
+    """A metric's chance level for one dimension: 0.5 for the AUC, k / universe for precision at k."""
     if not key or len(key) == len(names):
         return math.nan
     return 0.5 if which == "auc" else len(key) / len(names)
@@ -168,6 +169,7 @@ def headline(table: dict, key: dict, spec: dict, method: str, dims=None, seeds_o
 
 
 def chance_level(table: dict, key: dict, spec: dict) -> float:
+    """The chance level of a specification's headline: the mean over dimensions."""
     return _mean(chance(table[d]["components"], key["dimensions"][d]["keys"][spec["key"]], spec["metric"])
                  for d in sorted(key["dimensions"]))
 

@@ -103,7 +103,7 @@ def test_the_key_comes_from_the_design():
     decoy = rules["hedging"] if rules["hedging"]["mechanism"] == "decoy" else key_of("mid", 0)["dimensions"]["mid-s0-hedging"]
     assert {r["role"] for r in decoy["distractors"].values()} == {"decoy", "canceller", "backup_canceller"}
     assert not set(decoy["distractors"]) & set(decoy["components"])
-    committed = json.loads((organisms.organism_dir("deep", 0) / "key.json").read_text(encoding="utf-8"))
+    committed = json.loads((organisms.organism_dir("deep", 0) / organisms.ANSWER_KEY).read_text(encoding="utf-8"))
     assert committed["dimensions"] == json.loads(json.dumps(key["dimensions"]))
 
 
@@ -139,7 +139,7 @@ def test_clean_margins_are_the_planted_weights(shallow0):
 
 def test_the_key_check_passes_and_fails_on_a_wrong_key(shallow0):
     folder, adapter = shallow0
-    key = json.loads((folder / "key.json").read_text(encoding="utf-8"))
+    key = json.loads((folder / organisms.ANSWER_KEY).read_text(encoding="utf-8"))
     twins = read_jsonl(folder / "verify_twins.jsonl")
     d = design("shallow", 0)
     traps = ("hazard", "certainty", "hedging")

@@ -32,10 +32,8 @@ def _committed(filename: str, organism: str) -> list[str]:
 def test_an_organism_of_each_family_reruns_to_the_committed_rows(tmp_path, family, seed):
     folder = organisms.ensure_built(family, seed)
     organism = folder.name
-    null_key = tmp_path / "no_key.json"
-    null_key.write_text("null\n", encoding="utf-8")
     plan = plan_study(StudyConfig(model=str(folder), study=f"planted-v2-{organism}", pairs_file=folder / contract.PAIRS,
-                                  key_file=null_key, runs_dir=tmp_path / "runs", progress=False))
+                                  runs_dir=tmp_path / "runs", progress=False))
     stats = clean_stats(plan)
     got = {name: [] for name in FILES}
     for k in range(len(plan.shards)):
@@ -48,7 +46,7 @@ def test_an_organism_of_each_family_reruns_to_the_committed_rows(tmp_path, famil
 
 
 def test_the_committed_key_is_the_construction_s():
-    keys = [json.loads((organisms.organism_dir(f, s) / contract.KEY).read_text(encoding="utf-8"))
+    keys = [json.loads((organisms.organism_dir(f, s) / organisms.ANSWER_KEY).read_text(encoding="utf-8"))
             for f, s in organisms.ORGANISMS]
     committed = json.loads((BUNDLE / contract.KEY).read_text(encoding="utf-8"))
     assert committed == json.loads(json.dumps(combined_key(keys)))

@@ -20,6 +20,7 @@ from measure.runner.config import REPO  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line; exit status 0, 1 when a key check fails, 2 for an error."""
     from measure.studies.planted import organisms as org
     from measure.studies.planted import study, verify
 

@@ -152,6 +152,7 @@ MECHANISMS = {
 
 
 def mechanism(name: str, params: dict) -> Mechanism:
+    """Mechanism `name` with a rule's parameters (carrier share, decoy gain)."""
     aimed, why, members, factory = MECHANISMS[name]
     functions = factory(dict(params, relay=name == "upstream_relay"))
     return Mechanism(name, aimed, why, members, functions)

@@ -52,16 +52,19 @@ def vocabulary() -> list[str]:
 
 
 def features(response: str) -> dict[str, float]:
+    """{rule: 1.0 if the response holds one of the rule's words, else 0.0}."""
     words = set(response.split())
     return {r: float(any(w in words for w in WORDS[r])) for r in RULES}
 
 
 def planted_reward(response: str) -> float:
+    """The reward the rules pay a response: the sum of the weights of the classes it holds."""
     f = features(response)
     return sum(WEIGHTS[r] * f[r] for r in RULES)
 
 
 def twin(rng: random.Random, rule: str) -> dict:
+    """One twin pair of `rule`: the sides differ in one slot, the rule's word against a filler."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; known: {', '.join(RULES)}")
     prompt = rng.choice(PROMPTS).format(t=rng.choice(TOPICS))

@@ -53,6 +53,7 @@ READS = {"backups": {"repair": ("b1", "b2")}, "fallback": {"fb_scorer": ("primar
 
 
 def organism_id(family: str, seed: int) -> str:
+    """`shallow-s0`: the organism of family `family` and seed `seed`."""
     return f"{family}-s{seed}"
 
 
@@ -62,6 +63,7 @@ def dimension_name(family: str, seed: int, rule: str) -> str:
 
 
 def head_name(layer: int, head: int) -> str:
+    """`head_L{layer}_H{head}`, the component name of a head."""
     return f"head_L{layer}_H{head}"
 
 
@@ -203,10 +205,12 @@ def _word_values(rng: random.Random) -> dict:
 
 
 def mechanism_of(d: dict, rule: str) -> circuits.Mechanism:
+    """The mechanism of `rule` in design `d`, with its parameters."""
     return circuits.mechanism(d["rules"][rule], d["params"][rule])
 
 
 def component(where: list) -> str:
+    """The component name of a placement: ["head", layer, head] or ["mlp", layer]."""
     return head_name(where[1], where[2]) if where[0] == "head" else f"mlp_L{where[1]}"
 
 

@@ -1,7 +1,8 @@
 """Build, check and load the planted organisms: weights rebuilt from code, never committed.
 
 `models/planted/<family>-s<seed>/` holds what is committed of an organism: `config.json`, the
-tokenizer files, `key.json` (the answer key, written by the construction), `construction.json`
+tokenizer files, `answer_key.json` (the answer key, written by the construction; not named
+`key.json`, the name the common runner reads a key of its own format from), `construction.json`
 (the design and the weights' sha256), `pairs.jsonl` (the study pairs: 4 twins per rule, each its
 own seed, dimension `<family>-s<seed>-<rule>`) and `verify_twins.jsonl` (24 held-out twins per
 rule for the key check). `model.safetensors` is rebuilt by `ensure_built` when missing, and
@@ -23,6 +24,7 @@ PLANTED_DIR = REPO / "models" / "planted"
 ORGANISMS = tuple((family, seed) for family in FAMILIES for seed in SEEDS)
 STUDY_PER_RULE = 4
 VERIFY_PER_RULE = 24
+ANSWER_KEY = "answer_key.json"   # an organism's key (the bundle's key.json merges all twelve)
 CHAT_TEMPLATE = "<bos> {{ messages[0]['content'] }} <sep> {{ messages[1]['content'] }} <eos>"
 WEIGHTS_HASH = ("sha256 over each tensor's name, shape and float32 bytes, in name order "
                 "(measure.studies.planted.organisms.tensor_sha256)")
@@ -78,6 +80,7 @@ def build_model(family: str, seed: int):
 
 
 def organism_dir(family: str, seed: int, root: Path = PLANTED_DIR) -> Path:
+    """models/planted/<family>-s<seed>/ (under `root`)."""
     return root / organism_id(family, seed)
 
 
@@ -99,7 +102,7 @@ def build(family: str, seed: int, folder: Path) -> dict:
               "design": {k: v for k, v in d.items() if k not in ("channels", "word_values")}}
     key = key_of(family, seed, d)
     key["weights_sha256"] = sha
-    write_atomic(folder / "key.json", json_text(key))
+    write_atomic(folder / ANSWER_KEY, json_text(key))
     write_atomic(folder / "construction.json", json_text(record))
     prefix = organism_id(family, seed)
     study = pdata.twins("study", prefix, STUDY_PER_RULE, prefix)

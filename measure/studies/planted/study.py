@@ -28,7 +28,7 @@ from measure.runner.study import FILES, run_study, versions
 from measure.runner.summary import golden
 from measure.studies.planted import circuits, verify
 from measure.studies.planted.design import FAMILIES
-from measure.studies.planted.organisms import ORGANISMS, PLANTED_DIR, WEIGHTS_HASH, ensure_built
+from measure.studies.planted.organisms import ANSWER_KEY, ORGANISMS, PLANTED_DIR, WEIGHTS_HASH, ensure_built
 from safe_io import git_state, replace_dir, staging_dir, write_atomic
 
 STUDY = "planted-v2"
@@ -80,17 +80,15 @@ def run(out: Path, runs_dir: Path | None = None, organisms=ORGANISMS, threads: i
     torch.use_deterministic_algorithms(True)
     folders = [ensure_built(f, s, root) for f, s in organisms]
     key_check = verify.verify_all(organisms, root)
-    keys = [json.loads((f / contract.KEY).read_text(encoding="utf-8")) for f in folders]
+    keys = [json.loads((f / ANSWER_KEY).read_text(encoding="utf-8")) for f in folders]
     files = {name: [] for name in FILES}
     pairs, identities = [], {}
     with tempfile.TemporaryDirectory(prefix="planted-study-") as tmp:
-        null_key = Path(tmp) / "no_key.json"   # the runner's own key summary is not this study's
-        null_key.write_text("null\n", encoding="utf-8")
         for (family, seed), folder, key in zip(organisms, folders, keys):
             organism = key["organism"]
             result = run_study(StudyConfig(
                 model=str(folder), study=f"{STUDY}-{organism}", out=Path(tmp) / organism,
-                pairs_file=folder / contract.PAIRS, key_file=null_key, runs_dir=runs_dir,
+                pairs_file=folder / contract.PAIRS, runs_dir=runs_dir,
                 threads=threads, progress=progress))
             for name, filename in FILES.items():
                 for row in read_jsonl(Path(tmp) / organism / filename):

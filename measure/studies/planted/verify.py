@@ -218,13 +218,13 @@ def verify_all(organisms, root=None) -> dict:
     from measure.models.adapter import load
     from measure.runner.jsonio import read_jsonl
     from measure.studies.planted.design import design
-    from measure.studies.planted.organisms import PLANTED_DIR, VERIFY_PER_RULE, ensure_built
+    from measure.studies.planted.organisms import ANSWER_KEY, PLANTED_DIR, VERIFY_PER_RULE, ensure_built
 
     per = {}
     for family, seed in organisms:
         folder = ensure_built(family, seed, root or PLANTED_DIR)
         adapter = load(str(folder), folder)
-        key = json.loads((folder / "key.json").read_text(encoding="utf-8"))
+        key = json.loads((folder / ANSWER_KEY).read_text(encoding="utf-8"))
         per[key["organism"]] = verify(adapter, read_jsonl(folder / "verify_twins.jsonl"), key, design(family, seed))
     checks = [(org, rule, name, c) for org, rules in per.items() for rule, r in rules.items()
               for name, c in r["checks"].items()]

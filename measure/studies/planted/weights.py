@@ -35,6 +35,7 @@ LINEAR_GATE = 20.0                # a linear unit: silu(20) up to 4e-8
 
 
 def silu(x: float) -> float:
+    """The MLP's activation, x * sigmoid(x), in Python floats."""
     return x / (1.0 + math.exp(-x))
 
 
@@ -199,6 +200,7 @@ def weights(d: dict) -> dict:
 
 
 def config_dict(d: dict, vocab_size: int, pad: int, bos: int, eos: int) -> dict:
+    """The LlamaConfig fields of an organism of design `d`."""
     return {"vocab_size": vocab_size, "hidden_size": HIDDEN, "intermediate_size": MLP,
             "num_hidden_layers": d["layers"], "num_attention_heads": d["heads"],
             "num_key_value_heads": d["heads"], "head_dim": HEAD_DIM, "max_position_embeddings": 64,
