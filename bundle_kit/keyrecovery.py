@@ -157,15 +157,21 @@ def _method(spec: dict) -> str:
     return f"patching_{spec['mode']}" if "mode" in spec else "attribution"
 
 
-def headline(table: dict, key: dict, spec: dict, method: str, dims=None, seeds_of=None) -> float:
-    """The mean over dimensions of one method's metric under one specification."""
+def headline(table: dict, key: dict, spec: dict, method: str, units=None) -> float:
+    """The mean over dimensions of one method's metric under one specification. `units`: the
+    (dimension, seeds) to average over, a dimension or seed drawn twice counting twice (a
+    resample); by default every dimension with all its seeds."""
     values = []
-    for d in (dims or sorted(key["dimensions"])):
+    for d, seeds in (units if units is not None else _every_unit(table, key)):
         entry = table[d]
-        seeds = seeds_of[d] if seeds_of else sorted(entry["seeds"])
         s = scores(entry, seeds, method, spec["aggregation"], spec["floor"])
         values.append(metric(s, entry["components"], key["dimensions"][d]["keys"][spec["key"]], spec["metric"]))
     return _mean(values)
+
+
+def _every_unit(table: dict, key: dict, dims=None) -> list:
+    """(dimension, every seed) for `dims` (default every dimension of the key), in order."""
+    return [(d, sorted(table[d]["seeds"])) for d in (dims if dims is not None else sorted(key["dimensions"]))]
 
 
 def chance_level(table: dict, key: dict, spec: dict) -> float:
@@ -242,9 +248,11 @@ def _groups(key: dict, table: dict) -> dict:
     return groups
 
 
-def _primary_values(table, key, dims, seeds_of=None) -> dict:
+def _primary_values(table, key, units) -> dict:
+    """Every method's headline at the primary specification over `units` ((dimension, seeds)),
+    and each patching mode's gap to attribution: the point estimates and each resample's."""
     spec = dict(PRIMARY)
-    out = {m: headline(table, key, spec, m, dims, seeds_of) for m in METHODS}
+    out = {m: headline(table, key, spec, m, units) for m in METHODS}
     for m in METHODS[1:]:
         out[f"gap_{m.split('_', 1)[1]}"] = out[m] - out["attribution"]
     return out
@@ -306,11 +314,14 @@ def point(table: dict, key: dict) -> dict:
     """Every point estimate of the key-recovery block."""
     groups = _groups(key, table)
     dims = sorted(key["dimensions"])
-    primary = _primary_values(table, key, dims)
-    per_family = {f: _primary_values(table, key, [d for o in orgs.values() for d in o]) for f, orgs in groups.items()}
-    per_organism = {o: _primary_values(table, key, list(ds)) for orgs in groups.values() for o, ds in orgs.items()}
+    primary = _primary_values(table, key, _every_unit(table, key))
+    per_family = {f: _primary_values(table, key, _every_unit(table, key, [d for o in orgs.values() for d in o]))
+                  for f, orgs in groups.items()}
+    per_organism = {o: _primary_values(table, key, _every_unit(table, key, list(ds)))
+                    for orgs in groups.values() for o, ds in orgs.items()}
     mechanisms = sorted({spec["mechanism"] for spec in key["dimensions"].values()})
-    per_mechanism = {mech: _primary_values(table, key, [d for d in dims if key["dimensions"][d]["mechanism"] == mech])
+    per_mechanism = {mech: _primary_values(table, key, _every_unit(table, key, [d for d in dims
+                                                                             if key["dimensions"][d]["mechanism"] == mech]))
                      for mech in mechanisms}
     rows = spec_rows(table, key)
     curve = curve_summary(rows)
@@ -354,21 +365,13 @@ def _resample(groups: dict, rng: random.Random, families: bool) -> dict:
 
 
 def _boot(table, key, groups, boot, families: bool) -> dict:
+    """Percentile intervals of every primary value over resamples of `groups` (families too
+    when `families`), each computed as the point estimates are (`_primary_values`)."""
     rng = random.Random(boot["seed"])
     collected: dict = {}
     for _ in range(boot["resamples"]):
-        sample = _resample(groups, rng, families)
-        values = {}
-        for m in METHODS:
-            per = []
-            for (d, _f, _o), seeds in sample.items():
-                entry = table[d]
-                s = scores(entry, seeds, m, PRIMARY["aggregation"], PRIMARY["floor"])
-                per.append(metric(s, entry["components"], key["dimensions"][d]["keys"][PRIMARY["key"]], PRIMARY["metric"]))
-            values[m] = _mean(per)
-        for m in METHODS[1:]:
-            values[f"gap_{m.split('_', 1)[1]}"] = values[m] - values["attribution"]
-        for name, v in values.items():
+        units = [(d, seeds) for (d, _f, _o), seeds in _resample(groups, rng, families).items()]
+        for name, v in _primary_values(table, key, units).items():
             collected.setdefault(name, []).append(v)
     return {name: list(rankstats.percentile_interval(v, boot["level"])) for name, v in collected.items()}
 
