@@ -4,7 +4,8 @@ the site plugin, which owns every rule of ours, parse and render alike:
 - parse rules: `{{ REF }}` value references and `{{! TEXT }}` literals, `[[fig:ID]]` figure links
   (inline); fences of a block kind become `<kind>_block` tokens carrying the block, parsed once
   and checked against its schema (core, site_src/blocks/); every inline token learns its page
-  line (core);
+  line (core); a text token calling a conclusion robust learns its sentence's references (core,
+  site_src/robust.py);
 - render rules: one per token type (site_src/render.py, and each block kind's in site_src/blocks/),
   each taking what it needs (the page, its resolver, the error list, the figure numbers, the
   templates) from `env["page"]`, a render.PageContext.
@@ -20,7 +21,7 @@ from markdown_it.rules_inline import StateInline
 from mdit_py_plugins.anchors import anchors_plugin
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-from . import blocks
+from . import blocks, robust
 from .pages import Parsed
 from .render import RULES, PageContext, Rendered
 from .schema import FIGURE_ID
@@ -97,6 +98,15 @@ def _lines(state: StateCore) -> None:
             _stamp(token.children, token.map[0] + 1 if token.map else 1)
 
 
+def _robust(state: StateCore) -> None:
+    """Each text token that calls a conclusion robust learns the references of its sentence
+    (`meta["robust"]`), which its render rule checks (site_src/robust.py)."""
+    for token in state.tokens:
+        if token.type == "inline" and token.children:
+            for child, claim in robust.claims(token.children):
+                child.meta.setdefault("robust", []).append(claim)
+
+
 def _stamp(children, first: int) -> None:
     breaks = 0
     for child in children:
@@ -115,6 +125,7 @@ def site_plugin(md: MarkdownIt) -> None:
     md.inline.ruler.before("link", "value_ref", _value_ref)
     md.core.ruler.after("block", "site_blocks", _blocks)
     md.core.ruler.push("site_lines", _lines)
+    md.core.ruler.push("site_robust", _robust)
     for name, rule in RULES.items():
         md.add_render_rule(name, rule)
     for kind, module in blocks.KINDS.items():

@@ -18,6 +18,7 @@ from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
 from markupsafe import Markup, escape
 
+from . import robust
 from .errors import BuildError, Errors, FixtureProblem
 from .mathml import to_mathml
 from .numbers import unbound_numbers
@@ -25,7 +26,7 @@ from .pages import Page
 from .rawhtml import html_problems
 from .receipt_html import receipt_html
 from .receipts import Resolved
-from .refgrammar import RefSyntaxError
+from .refgrammar import RefSyntaxError, parse_ref
 from .resolve import Resolver
 from .urls import href
 
@@ -127,6 +128,14 @@ def check_prose(text: str, where: str, errors) -> None:
             f" or mark it as a literal {{{{! {number.text} }}}}", where))
 
 
+def check_field(text: str, where: str, errors) -> None:
+    """Prose of the front matter: the number rule, and the robustness rule, which no text
+    without references can meet (site_src/robust.py)."""
+    check_prose(text, where, errors)
+    for word in robust.claimed_words(text):
+        errors.add(BuildError(robust.problem(robust.Claim(word, []), []), where))
+
+
 _MISSING = Markup('<span class="ref-missing">?</span>')
 
 
@@ -187,12 +196,36 @@ def fig_ref(self, tokens, idx, options, env) -> str:
 
 
 def text(self, tokens, idx, options, env) -> str:
-    """Prose: the number rule runs over it."""
+    """Prose: the number rule runs over it, and the robustness rule over its claims."""
     token = tokens[idx]
     ctx = page_context(env, token)
     check_prose(token.content, ctx.page.where(ctx.line), ctx.errors)
+    for claim in token.meta.get("robust", ()):
+        check_robust(ctx, claim)
     ctx.words(token.content)
     return escapeHtml(token.content)
+
+
+def check_robust(ctx: PageContext, claim: robust.Claim) -> None:
+    """A robustness claim needs a share of specifications of at least robust.ROBUST_SHARE in its
+    sentence (site_src/robust.py). A reference that does not resolve is reported by its own rule."""
+    shares = []
+    for text in claim.refs:
+        try:
+            ref = parse_ref(text)
+        except RefSyntaxError:
+            continue
+        if ref.aggregate is not None or not robust.is_share(ref.key):
+            continue
+        try:
+            value = ctx.resolver.resolve(text).value
+        except (RefSyntaxError, FixtureProblem):
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            shares.append((text, value))
+    message = robust.problem(claim, shares)
+    if message:
+        ctx.error(message, ctx.line)
 
 
 def code_inline(self, tokens, idx, options, env) -> str:

@@ -1,13 +1,13 @@
 """Stage 3, render the pages: each page's Markdown becomes body HTML with its receipts, tables,
-figures and math, by the site plugin's render rules (site_src/markdown.py); the number rule runs
-over its prose. Errors are collected, never raised."""
+figures and math, by the site plugin's render rules (site_src/markdown.py); the number rule and the
+robustness rule run over its prose. Errors are collected, never raised."""
 from __future__ import annotations
 
 from .. import reader
 from ..errors import internal_error
 from ..markdown import render_page
 from ..pages import PROSE_FIELDS, Page
-from ..render import PageContext, check_prose
+from ..render import PageContext, check_field
 from ..resolve import Resolver
 from .model import Numbered, PageOutput, RenderedSite, Reuse, make_anew
 from .number import parser_for
@@ -30,7 +30,7 @@ def render_pages(numbered: Numbered, reuse: Reuse = make_anew) -> RenderedSite:
         page = site.pages[name]
         for field_name in PROSE_FIELDS:
             if isinstance(page.meta.get(field_name), str):
-                check_prose(page.meta[field_name], page.field_where(field_name), site.errors)
+                check_field(page.meta[field_name], page.field_where(field_name), site.errors)
         output = reuse("page", page, lambda: render(page))
         if output is None:
             continue   # an internal error, reported
