@@ -214,7 +214,7 @@ def compare(size: str, use_nnsight: bool, sweeps: dict, use_hooks: bool = True) 
 
 def organism_check(args) -> int:
     setup_determinism(0, args.threads, "cpu")
-    adapter = load(args.model, ORGANISM_DIR)
+    adapter = load(args.model)
     rows = read_jsonl(args.pairs_file)
     step = max(1, len(rows) // args.pairs)
     pairs = rows[::step][: args.pairs]

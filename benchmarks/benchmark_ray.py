@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))
 
 from measure.runner.config import StudyConfig  # noqa: E402
 from measure.runner.ray_runner import run_study_ray  # noqa: E402
-from measure.runner.study import run_study  # noqa: E402
+from measure.runner.run import run_study  # noqa: E402
 
 
 def files(folder: Path) -> dict[str, bytes]:

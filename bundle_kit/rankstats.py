@@ -202,16 +202,8 @@ def seed_bootstrap(
     """
     distinct = sorted(set(seed_ids))
     rng = random.Random(seed)
-    values = sorted(
-        statistic([rng.choice(distinct) for _ in distinct]) for _ in range(resamples)
-    )
-    values = [v for v in values if not math.isnan(v)]
-    if not values:
-        return (float("nan"), float("nan"))
-    tail = (1 - level) / 2
-    low = values[min(len(values) - 1, int(math.floor(tail * len(values))))]
-    high = values[min(len(values) - 1, int(math.ceil((1 - tail) * len(values))) - 1)]
-    return (low, high)
+    return percentile_interval(
+        [statistic([rng.choice(distinct) for _ in distinct]) for _ in range(resamples)], level)
 
 
 def crystallization_depth(running_margins: Sequence[float]) -> float:
@@ -231,8 +223,8 @@ def crystallization_depth(running_margins: Sequence[float]) -> float:
 # Used by keyrecovery.py, whose docstring defines the key-recovery scores.
 
 def percentile_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
-    """The percentile interval seed_bootstrap uses, over any list of resampled values (NaN
-    values dropped)."""
+    """The percentile interval of a list of resampled values (NaN values dropped): the values at
+    the (1 - level) / 2 and (1 + level) / 2 quantiles, nearest rank."""
     values = sorted(v for v in values if not math.isnan(v))
     if not values:
         return (float("nan"), float("nan"))

@@ -5,6 +5,7 @@ import os
 import sys
 
 from measure import numerics, options
+from measure.studies import TRAINERS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -21,7 +22,7 @@ def parser() -> options.Parser:
     sub = top.add_subparsers(dest="command", required=True)
     tr = sub.add_parser("train", help="train the planted-key organism into models/organism/, "
                                       "or (--model minilm) the MiniLM reward model into models/minilm/")
-    tr.add_argument("--model", choices=("organism", "minilm"), default="organism")
+    tr.add_argument("--model", choices=sorted(TRAINERS), default="organism")
     tr.add_argument("--out", type=options.folder, default=None,
                     help="output folder: new, or one this command trained (default models/<model>)")
     tr.add_argument("--seed", type=options.seed, default=0)
@@ -72,41 +73,21 @@ def main(argv: list[str] | None = None) -> int:
 
     from measure.errors import MeasureError
     try:
-        if args.command == "train" and args.model == "minilm":
-            from measure.studies.minilm.model import train_and_check
-            return train_and_check(args.out, args.seed)
         if args.command == "train":
-            from measure.studies.organism.train import train
-            from measure.runner.config import ORGANISM_DIR
-            settings = {"seed": args.seed}
-            if args.epochs:
-                settings["epochs"] = args.epochs
-            report = train(args.out or ORGANISM_DIR, settings)
-            acc = report["heldout_accuracy"]
-            print("held-out accuracy: " + ", ".join(f"{d} {v:.3f}" for d, v in acc.items())
-                  + f"; mean {report['heldout_accuracy_mean']:.3f}")
-            return 0
+            from measure.studies import TRAINERS, resolve
+            return resolve(TRAINERS[args.model])(args.out, args.seed, args.epochs)
         if args.command == "plan":
             from measure.runner.plan import run_from_args
             return run_from_args(args)
-        if args.model == "minilm":  # its own runner: two reads per pair (measure/studies/minilm/study.py)
-            from measure.studies.minilm.study import STUDY, run
-            if args.study not in (STUDY, DEFAULT_STUDY):
-                raise MeasureError(f"--study {args.study}: the MiniLM model's study is {STUDY} (bundles/{STUDY}/)")
-            result = run(out=args.out, max_pairs=args.max_pairs, progress=not args.no_progress,
-                         threads=args.threads)
-            g = result["golden"]
-            print(f"wrote {result['out']} in {result['manifest']['wall_time_s']:.1f} s")
-            print(f"mean rho {g['mean_rho']}; per dimension {g['per_dimension_rho']}")
-            return 0
         from measure.runner.config import StudyConfig
-        from measure.runner.study import run_study
+        from measure.runner.run import run_study
+        runner = run_study
         if args.ray:
             from functools import partial
 
             from measure.runner.ray_runner import run_study_ray
-            run_study = partial(run_study_ray, address=args.ray, local_cpus=args.ray_cpus)
-        result = run_study(StudyConfig(
+            runner = partial(run_study_ray, address=args.ray, local_cpus=args.ray_cpus)
+        result = runner(StudyConfig(
             model=args.model, study=args.study, out=args.out, device=args.device, dtype=args.dtype,
             dimensions=args.dimensions,
             max_pairs=args.max_pairs, pairs_file=args.pairs, key_file=args.key,
@@ -117,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {result['out']} ({result['computed']} shards computed, "
               f"{result['resumed']} resumed) in {result['manifest']['wall_time_s']:.1f} s")
         print(f"mean rho {g['mean_rho']}; per dimension {g['per_dimension_rho']}")
-        if g["key_recovery"]:
+        if g.get("key_recovery"):
             o = g["key_recovery"]["overall"]
             print(f"key recovery AUC: attribution {o['attribution_auc']:.3f} {o['attribution_ci']}, "
                   f"patching {o['patching_auc']:.3f} {o['patching_ci']}")

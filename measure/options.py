@@ -22,6 +22,7 @@ class Parser(argparse.ArgumentParser):
     text: the caller prints it and exits 2."""
 
     def error(self, message: str):
+        """Raise the parse error as one line (`OPTION VALUE: why`) for the caller to print."""
         raise UsageError(re.sub(r"^argument ([^:]+): ", r"\1 ", message))
 
 

@@ -242,6 +242,7 @@ def golden_block(patch_rows: list[dict], head_rows: list[dict], modes=("mean", "
 
 # ----- storage (plain tensors, so torch.load(weights_only=True) can read it back) -----------
 def to_state(ref: Reference | Reads) -> dict:
+    """A fitted reference as plain tensors and numbers (what stats.pt stores; torch.load(weights_only=True) reads it)."""
     if isinstance(ref, Reads):
         return {"points": list(ref.points), "refs": [to_state(r) for r in ref.refs], "threshold": ref.threshold,
                 "quantile": ref.quantile, "n_calibration": ref.n_calibration}
@@ -251,6 +252,7 @@ def to_state(ref: Reference | Reads) -> dict:
 
 
 def from_state(state: dict) -> Reference | Reads:
+    """The reference `to_state` stored."""
     if "points" in state:
         return Reads(tuple(state["points"]), tuple(from_state(r) for r in state["refs"]), float(state["threshold"]),
                      float(state["quantile"]), int(state["n_calibration"]))

@@ -15,6 +15,7 @@ from measure.instruments import offdist
 
 from measure.models.adapter import Adapter, Batch, count_layer_evals, parse_component
 from measure.models.cache import ActivationCache, head_slice
+from measure.models.families import pooled_mean
 from measure.errors import MeasureError
 
 
@@ -46,6 +47,7 @@ class StatsAccumulator:
         self.read: dict[str, list[dict]] = {}  # name -> [{read point: (B, n)}], one dict a batch
 
     def add(self, adapter: Adapter, batch: Batch, run: ActivationCache) -> None:
+        """Add one batch's clean run: its components' sums, squares and read-point values."""
         width = batch.ids.shape[1]
         real = (torch.arange(width, device=batch.ids.device)[None, :]
                 < torch.tensor(batch.lengths, device=batch.ids.device)[:, None])
@@ -109,14 +111,6 @@ def read_points(batch: Batch, tensor: torch.Tensor) -> dict[str, torch.Tensor]:
         values = (pooled_mean(tensor, batch.score_idx), tensor[:, 0], tensor[rows, batch.score_idx])
         return dict(zip(offdist.POOLED_POINTS, values))
     return {"token": offdist.read_at(tensor, batch.score_idx)[0]}
-
-
-def pooled_mean(tensor: torch.Tensor, score_idx: torch.Tensor) -> torch.Tensor:
-    """(N, T, ...) -> (N, ...): each row's mean over its positions 0..score_idx (a pooled read)."""
-    width = tensor.shape[1]
-    real = (torch.arange(width, device=tensor.device)[None, :] <= score_idx[:, None]).to(tensor.dtype)
-    real = real.reshape(*real.shape, *([1] * (tensor.dim() - 2)))
-    return (tensor * real).sum(1) / real.sum(1)
 
 
 def replacement(batch: Batch, clean: torch.Tensor, mode: str, mean: torch.Tensor | None,
@@ -420,6 +414,7 @@ def _naive_clean_outputs(adapter: Adapter, batch: Batch, counter) -> dict[str, t
 
 
 def check_finite(values: torch.Tensor, what: str) -> None:
+    """Stop the run (MeasureError naming `what`) if any value is NaN or infinite."""
     if not torch.isfinite(values).all():
         raise MeasureError(f"{what}: the model produced NaN or infinite values "
                            f"(try --dtype float32, or check the weights)")

@@ -21,7 +21,7 @@ import torch
 
 from measure.models.cache import ActivationCache
 from measure.errors import MeasureError
-from measure.models.families import FAMILIES, family_for, supported
+from measure.models.registry import FAMILIES, family_for, supported
 from measure.runner.jsonio import read_json
 
 
@@ -121,8 +121,13 @@ class Adapter:
         return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.family.norm_eps)
 
     def project(self, writes: torch.Tensor, inv_rms: torch.Tensor) -> torch.Tensor:
-        """Writes (..., d) at the scoring token -> (...) reward units, final-norm scale frozen."""
-        return ((writes.float() * inv_rms) * self.gain.float()) @ self.w_r.float()
+        """Writes (B, ..., d) at the scoring token -> (B, ...) reward units, final-norm scale
+        frozen, along each row's direction."""
+        scaled = (writes.float() * inv_rms) * self.gain.float()
+        if self._row_dirs is None:
+            return scaled @ self.w_r.float()  # one direction: a matrix product, as always measured
+        dirs = self.directions(writes.shape[0])[0]
+        return (scaled * dirs.reshape(dirs.shape[0], *([1] * (scaled.dim() - 2)), dirs.shape[1])).sum(-1)
 
     def set_directions(self, directions: torch.Tensor | None, biases: torch.Tensor | None = None) -> None:
         """Read row b of every later batch along its own reward direction (B, d) and bias (B,):
@@ -170,6 +175,7 @@ class Adapter:
         return None
 
     def batch(self, sequences: list[list[int]]) -> Batch:
+        """The sequences right-padded into one batch, with each one's length and scoring position."""
         width = max(len(s) for s in sequences)
         pad = getattr(self.model.config, "pad_token_id", None) or 0
         ids = torch.full((len(sequences), width), int(pad), dtype=torch.long)
@@ -187,6 +193,7 @@ class Adapter:
 
     @torch.no_grad()
     def clean_run(self, batch: Batch) -> ActivationCache:
+        """One clean pass of the batch, every component's output and the stream at each layer boundary cached."""
         family = self.family
         ctx = family.context(batch.ids.shape[1], batch.lengths)
         resid = family.embed(batch.ids)
@@ -233,6 +240,7 @@ def count_layer_evals(counter: dict | None, rows: int, layers: float) -> None:
 
 
 def check_device_dtype(device: str, dtype_name: str) -> tuple[torch.device, torch.dtype]:
+    """The torch device and dtype named, checked to exist and to run a forward pass's operations."""
     dtypes = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
               "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
     if dtype_name not in dtypes:
@@ -254,15 +262,15 @@ def check_device_dtype(device: str, dtype_name: str) -> tuple[torch.device, torc
     return dev, dtype
 
 
-def resolve_model_path(spec: str, organism_dir: Path, cache_dir: Path | None = None) -> tuple[Path, str]:
-    """A named model of this repository (`organism`), a local folder, or a hub id already in the
-    local cache (never downloaded; `cache_dir` overrides the default Hugging Face cache)."""
-    if spec == "minilm":  # assembled from the installed trunk and the committed heads
-        from measure.studies.minilm.model import MODEL_DIR, ensure_model
-        return ensure_model(MODEL_DIR), spec
-    named = {"organism": organism_dir}  # short names of the repository's own model folders
-    if spec in named:
-        return named[spec], spec
+def resolve_model_path(spec: str, cache_dir: Path | None = None) -> tuple[Path, str]:
+    """A named model of this repository (`measure.studies.NAMED_MODELS`), a local folder, or a
+    hub id already in the local cache (never downloaded; `cache_dir` overrides the default
+    Hugging Face cache)."""
+    from measure.studies import NAMED_MODELS, named_model
+
+    named = named_model(spec)
+    if named is not None:
+        return named, spec
     path = Path(spec).expanduser()
     if path.is_dir():
         return path, spec
@@ -273,8 +281,8 @@ def resolve_model_path(spec: str, organism_dir: Path, cache_dir: Path | None = N
         return Path(snapshot_download(spec, local_files_only=True, cache_dir=cache_dir)), spec
     except Exception:
         raise MeasureError(
-            f"--model {spec!r}: not 'organism', not a local folder, and not in the local Hugging "
-            f"Face cache (downloads are off; fetch it first or pass its folder)") from None
+            f"--model {spec!r}: not a named model ({', '.join(NAMED_MODELS)}), not a local folder, and not "
+            f"in the local Hugging Face cache (downloads are off; fetch it first or pass its folder)") from None
 
 
 PICKLED = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")  # weight files that are Python pickles
@@ -292,11 +300,11 @@ def refuse_pickled_weights(folder: Path) -> None:
     raise MeasureError(f"{folder}: no *.safetensors weights")
 
 
-def load(spec: str, organism_dir: Path, device: str = "cpu", dtype: str = "float32",
-         objective: int = 0, cache_dir: Path | None = None) -> Adapter:
+def load(spec: str, device: str = "cpu", dtype: str = "float32", objective: int = 0,
+         cache_dir: Path | None = None) -> Adapter:
     """Load a sequence-classification reward model by name/path through one code path."""
     dev, torch_dtype = check_device_dtype(device, dtype)
-    path, model_id = resolve_model_path(spec, organism_dir, cache_dir)
+    path, model_id = resolve_model_path(spec, cache_dir)
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
 

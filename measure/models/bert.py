@@ -36,12 +36,12 @@ from typing import ClassVar
 import torch
 
 from measure.errors import MeasureError
-from measure.models.families import HookPoints
+from measure.models.families import HookPoints, pooled_mean
 
 
 class BertFamily:
     """`BertModel`-trunk reward models whose objective heads are a linear `heads` module (one row
-    per objective) over the mean-pooled last layer (`measure.studies.minilm.model.MiniLMRewardModel`)."""
+    per objective) over the mean-pooled last layer (`measure.models.pooled_heads.MiniLMRewardModel`)."""
     model_type: ClassVar[str] = "bert"
     residual: ClassVar[str] = "post-norm"
     read: ClassVar[str] = "pooled"
@@ -49,7 +49,7 @@ class BertFamily:
     @staticmethod
     def load_model(path, **kwargs):
         """The family's reward models are `MiniLMRewardModel` folders (trunk + objective heads + gate)."""
-        from measure.studies.minilm.model import MiniLMRewardModel
+        from measure.models.pooled_heads import MiniLMRewardModel
         return MiniLMRewardModel.from_pretrained(path, **kwargs)
 
     def __init__(self, model):
@@ -59,7 +59,7 @@ class BertFamily:
             raise MeasureError("bert: a BERT decoder is not supported (the family is the encoder)")
         if not hasattr(model, "bert") or not hasattr(model, "heads"):
             raise MeasureError("bert: the model needs a `bert` trunk and a linear `heads` module "
-                               "(see measure/studies/minilm/model.py)")
+                               "(see measure/models/pooled_heads.py)")
         self.base = model.bert
         self.score = model.heads
         self.layers = list(self.base.encoder.layer)
@@ -72,18 +72,21 @@ class BertFamily:
 
     # ----- the stream -------------------------------------------------------------------------
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """(B, T) ids -> (B, T, d): the embeddings' output, after their LayerNorm."""
         return self.base.embeddings(input_ids=ids)
 
     def join(self, i: int, side: str, resid: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """The stream after sublayer `side` of layer i: that side's LayerNorm(resid + out)."""
         layer = self.layers[i]
         norm = layer.attention.output.LayerNorm if side == "attn" else layer.output.LayerNorm
         return norm(resid + out)
 
     def score_position(self, lengths: list[int]) -> list[int]:
+        """Each sequence's last real token, the end of its pooled range."""
         return [n - 1 for n in lengths]  # the last real token: the end of the pooled range
 
     def read_out(self, resid: torch.Tensor, score_idx: torch.Tensor) -> torch.Tensor:
-        from measure.instruments.patching import pooled_mean
+        """(B, T, d) -> (B, d): the stream's mean over each row's positions 0..score_idx."""
         return pooled_mean(resid.float(), score_idx)
 
     def context(self, width: int, lengths: list[int] | None = None):
@@ -99,12 +102,14 @@ class BertFamily:
 
     # ----- attention and its heads --------------------------------------------------------------
     def attn(self, i: int, resid: torch.Tensor, ctx) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer i's attention output (the dense output, before the residual sum) and its heads (the dense input)."""
         layer = self.layers[i]
         mask = ctx.repeat(resid.shape[0] // ctx.shape[0], 1, 1, 1)
         heads = layer.attention.self(resid, mask)[0]
         return layer.attention.output.dense(heads), heads
 
     def attn_from_heads(self, i: int, heads: torch.Tensor) -> torch.Tensor:
+        """The attention output from (patched) heads: the output dense applied to them."""
         return self.layers[i].attention.output.dense(heads)
 
     def head_writes(self, i: int, heads: torch.Tensor) -> torch.Tensor:
@@ -117,15 +122,18 @@ class BertFamily:
 
     # ----- the MLP --------------------------------------------------------------------------------
     def mlp(self, i: int, resid_mid: torch.Tensor) -> torch.Tensor:
+        """Layer i's MLP output (output.dense, before the residual sum and LayerNorm)."""
         layer = self.layers[i]
         return layer.output.dense(layer.intermediate(resid_mid))
 
     def hook_points(self, i: int) -> HookPoints:
+        """The modules the naive hooks loop patches: both attention sides at the output dense, the MLP at output.dense."""
         layer = self.layers[i]
         return HookPoints(attn=layer.attention.output.dense, mlp=layer.output.dense,
                           heads=layer.attention.output.dense)
 
     def norm_gain(self) -> torch.Tensor:
+        """An encoder has no final norm: asking for its gain is an error."""
         raise MeasureError("bert: there is no final norm (every layer's output is normalised)")
 
     # ----- attribution ------------------------------------------------------------------------

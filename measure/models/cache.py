@@ -66,7 +66,8 @@ class ActivationCache:
 
     def attribution(self) -> dict[str, torch.Tensor]:
         """{component: (B,) reward units}: each component's write at the scoring token, through
-        the final norm with its scale frozen at the clean run's value, projected on w_r.
+        the final norm with its scale frozen at the clean run's value, projected on each row's
+        direction (w_r, or the directions set with `Adapter.set_directions`).
         Includes `bias`; embed + attn + mlp + bias sums to the reward (a layer's heads sum to its
         attn, less any o_proj bias)."""
         adapter = self.adapter
@@ -75,9 +76,6 @@ class ActivationCache:
         if adapter.family.residual != "pre-norm":
             raise MeasureError(f"{adapter.model_id}: attribution needs a pre-norm residual stream "
                                f"(a sum of writes); this family is {adapter.family.residual}")
-        if adapter._row_dirs is not None:
-            raise MeasureError(f"{adapter.model_id}: per-row directions are not supported by the "
-                               f"pre-norm attribution; read one objective at a time")
         inv = adapter.inv_rms(self.at_scoring(self.resid_post[-1]))
         out = {"embed": adapter.project(self.at_scoring(self.embed), inv)}
         for i in range(adapter.n_layers):
@@ -87,7 +85,7 @@ class ActivationCache:
             for j in range(adapter.n_heads):
                 out[f"head_L{i}_H{j}"] = per_head[:, j]
             out[f"mlp_L{i}"] = adapter.project(self.at_scoring(self.mlp[i]), inv)
-        out["bias"] = torch.full((self.batch.ids.shape[0],), adapter.score_bias)
+        out["bias"] = adapter.directions(self.batch.ids.shape[0])[1].float()
         return out
 
     def lens(self) -> torch.Tensor:

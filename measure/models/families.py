@@ -75,6 +75,14 @@ import torch
 from measure.errors import MeasureError
 
 
+def pooled_mean(tensor: torch.Tensor, score_idx: torch.Tensor) -> torch.Tensor:
+    """(N, T, ...) -> (N, ...): each row's mean over its positions 0..score_idx (a pooled read)."""
+    width = tensor.shape[1]
+    real = (torch.arange(width, device=tensor.device)[None, :] <= score_idx[:, None]).to(tensor.dtype)
+    real = real.reshape(*real.shape, *([1] * (tensor.dim() - 2)))
+    return (tensor * real).sum(1) / real.sum(1)
+
+
 @dataclass(frozen=True)
 class HookPoints:
     """Modules of one layer for forward hooks: `attn` and `mlp` output the sublayer's
@@ -98,16 +106,35 @@ class Family(Protocol):
     norm_eps: float
     score: torch.nn.Module
 
-    def embed(self, ids: torch.Tensor) -> torch.Tensor: ...
-    def context(self, width: int, lengths: list[int] | None = None): ...
-    def attn(self, i: int, resid: torch.Tensor, ctx) -> tuple[torch.Tensor, torch.Tensor]: ...
-    def attn_from_heads(self, i: int, heads: torch.Tensor) -> torch.Tensor: ...
-    def head_writes(self, i: int, heads: torch.Tensor) -> torch.Tensor: ...
-    def mlp(self, i: int, resid_mid: torch.Tensor) -> torch.Tensor: ...
-    def join(self, i: int, side: str, resid: torch.Tensor, out: torch.Tensor) -> torch.Tensor: ...
-    def hook_points(self, i: int) -> HookPoints: ...
-    def norm_gain(self) -> torch.Tensor: ...
-    def score_position(self, lengths: list[int]) -> list[int]: ...
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """(B, T) ids -> (B, T, d): the stream entering layer 0."""
+
+    def context(self, width: int, lengths: list[int] | None = None):
+        """What every layer needs besides the stream (rotary, masks) for a batch of this width."""
+
+    def attn(self, i: int, resid: torch.Tensor, ctx) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer i's attention output (what joins the stream) and its heads side by side."""
+
+    def attn_from_heads(self, i: int, heads: torch.Tensor) -> torch.Tensor:
+        """The attention output from (patched) heads."""
+
+    def head_writes(self, i: int, heads: torch.Tensor) -> torch.Tensor:
+        """(..., H*k) -> (..., H, d): each head's part of the attention output."""
+
+    def mlp(self, i: int, resid_mid: torch.Tensor) -> torch.Tensor:
+        """Layer i's MLP output."""
+
+    def join(self, i: int, side: str, resid: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """The stream after sublayer `side` (attn or mlp) of layer i adds its output."""
+
+    def hook_points(self, i: int) -> HookPoints:
+        """The modules of layer i the naive hooks loop patches."""
+
+    def norm_gain(self) -> torch.Tensor:
+        """(d,) the gain of the final norm that attribution linearises."""
+
+    def score_position(self, lengths: list[int]) -> list[int]:
+        """The scoring token of each sequence of these lengths."""
 
 
 class DecoderFamily:
@@ -136,14 +163,17 @@ class DecoderFamily:
 
     # ----- the stream -------------------------------------------------------------------------
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """(B, T) ids -> (B, T, d): the token embeddings (the stream entering layer 0)."""
         return self.base.embed_tokens(ids)
 
     read: ClassVar[str] = "token"
 
     def join(self, i: int, side: str, resid: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """A pre-norm decoder's stream after a sublayer: resid + out."""
         return resid + out
 
     def score_position(self, lengths: list[int]) -> list[int]:
+        """Each sequence's last real token (right padding never reaches it under causal attention)."""
         return [n - 1 for n in lengths]
 
     def read_out(self, resid: torch.Tensor, score_idx: torch.Tensor) -> torch.Tensor:
@@ -195,9 +225,11 @@ class DecoderFamily:
         return out, heads
 
     def attn(self, i: int, resid: torch.Tensor, ctx) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer i's attention output (o_proj's output) and its heads (o_proj's input)."""
         return self._self_attn(i, resid, ctx)
 
     def attn_from_heads(self, i: int, heads: torch.Tensor) -> torch.Tensor:
+        """The attention output from (patched) heads: o_proj applied to them."""
         return self.layers[i].self_attn.o_proj(heads)
 
     def head_writes(self, i: int, heads: torch.Tensor) -> torch.Tensor:
@@ -209,10 +241,12 @@ class DecoderFamily:
 
     # ----- the MLP --------------------------------------------------------------------------------
     def mlp(self, i: int, resid_mid: torch.Tensor) -> torch.Tensor:
+        """Layer i's MLP output on the normalised mid-layer stream."""
         layer = self.layers[i]
         return layer.mlp(layer.post_attention_layernorm(resid_mid))
 
     def hook_points(self, i: int) -> HookPoints:
+        """The modules the naive hooks loop patches: self_attn, mlp, and o_proj's input for heads."""
         layer = self.layers[i]
         return HookPoints(attn=layer.self_attn, mlp=layer.mlp, heads=layer.self_attn.o_proj)
 
@@ -247,13 +281,16 @@ class Gemma2Family(DecoderFamily):
     model_type = "gemma2"
 
     def norm_gain(self) -> torch.Tensor:
+        """(d,) the final norm's gain, stored as w and applied as 1 + w."""
         return self.final_norm.weight.detach().float() + 1.0
 
     def attn(self, i: int, resid: torch.Tensor, ctx) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer i's attention output after its post-attention norm, and its heads."""
         out, heads = self._self_attn(i, resid, ctx)
         return self.layers[i].post_attention_layernorm(out), heads
 
     def attn_from_heads(self, i: int, heads: torch.Tensor) -> torch.Tensor:
+        """The attention output from (patched) heads: o_proj, then the post-attention norm."""
         layer = self.layers[i]
         return layer.post_attention_layernorm(layer.self_attn.o_proj(heads))
 
@@ -268,30 +305,12 @@ class Gemma2Family(DecoderFamily):
         return writes * scale.unsqueeze(-2)
 
     def mlp(self, i: int, resid_mid: torch.Tensor) -> torch.Tensor:
+        """Layer i's MLP output between its pre- and post-feedforward norms."""
         layer = self.layers[i]
         return layer.post_feedforward_layernorm(layer.mlp(layer.pre_feedforward_layernorm(resid_mid)))
 
     def hook_points(self, i: int) -> HookPoints:
+        """The modules the naive hooks loop patches: the two post norms, and o_proj's input for heads."""
         layer = self.layers[i]
         return HookPoints(attn=layer.post_attention_layernorm, mlp=layer.post_feedforward_layernorm,
                           heads=layer.self_attn.o_proj)
-
-
-from measure.models.bert import BertFamily  # noqa: E402  (post-norm encoder; imports HookPoints from here)
-
-# The registry, keyed by config.model_type; a new family adds its class here.
-FAMILIES: dict[str, type] = {
-    cls.model_type: cls for cls in (LlamaFamily, MistralFamily, Qwen2Family, Qwen3Family, Gemma2Family,
-                                    BertFamily)}
-
-
-def supported() -> str:
-    return ", ".join(sorted(FAMILIES))
-
-
-def family_for(model, where: str) -> Family:
-    """The family object of a loaded model; `where` names it in the error."""
-    model_type = getattr(model.config, "model_type", "?")
-    if model_type not in FAMILIES:
-        raise MeasureError(f"{where}: architecture {model_type!r} is not supported; supported: {supported()}")
-    return FAMILIES[model_type](model)

@@ -19,21 +19,19 @@ from safe_io import replace_dir, staging_dir, write_atomic
 from measure.runner.config import Hooks
 from measure.runner.jsonio import json_text, jsonl_text, read_jsonl
 from measure.runner.outfolder import check_replaceable
-from measure.runner.readme import bundle_readme
-from measure.runner.rows import attribution_gap
-from measure.runner.study import FILES, Plan, shown, versions
-from measure.runner.summary import golden
+from measure.runner.study import Plan, shown, versions
 
-# Every file a run writes; anything else found in the old bundle folder is carried over.
-WRITTEN = (*FILES.values(), contract.PAIRS, contract.KEY, contract.GOLDEN, contract.README,
-           contract.MANIFEST)
+# The files a run writes whatever its reads: every `*_per_pair.jsonl` is a run's too, so an old
+# bundle's rows of a read this run does not make are never carried over; anything else is.
+WRITTEN = (contract.PAIRS, contract.KEY, contract.GOLDEN, contract.README, contract.MANIFEST)
+ROWS_SUFFIX = "_per_pair.jsonl"
 
 
 def _rows(plan: Plan) -> dict[str, list[dict]]:
-    files = {name: [] for name in FILES}
+    files = {name: [] for name in plan.files}
     for k in range(len(plan.shards)):
         data = json.loads(plan.shard_path(k).read_text(encoding="utf-8"))
-        for name in FILES:
+        for name in plan.files:
             files[name].extend(data[name])
     return files
 
@@ -44,14 +42,17 @@ def _carry_over(old, staging) -> None:
     if not old.is_dir():
         return
     for path in sorted(old.iterdir()):
-        if path.name not in WRITTEN:
-            if path.is_dir() and not path.is_symlink():
-                shutil.copytree(path, staging / path.name, symlinks=True)
-            else:
-                shutil.copy2(path, staging / path.name, follow_symlinks=False)
+        if path.name in WRITTEN or path.name.endswith(ROWS_SUFFIX) or (staging / path.name).exists():
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.copytree(path, staging / path.name, symlinks=True)
+        else:
+            shutil.copy2(path, staging / path.name, follow_symlinks=False)
 
 
 def write_bundle(plan: Plan, counts: dict[str, int], hooks: Hooks | None = None) -> dict:
+    """Stage 3: the bundle from the shards' rows, the study's own files and summary, the
+    manifest; written in a staging folder and swapped in whole. The run's result."""
     hooks = hooks or Hooks()
     config, adapter = plan.config, plan.adapter
     out = check_replaceable(config.bundle_dir)  # again: the folder may have changed during the run
@@ -61,20 +62,16 @@ def write_bundle(plan: Plan, counts: dict[str, int], hooks: Hooks | None = None)
         write_atomic(staging / name, text)
         hooks.file_staged(name)
 
-    files = _rows(plan)
-    for name, filename in FILES.items():
-        put(filename, jsonl_text(files[name]))
+    rows = _rows(plan)
+    for name, filename in plan.files.items():
+        put(filename, jsonl_text(rows[name]))
     put(contract.PAIRS, plan.pairs_text)
-    written = {name: read_jsonl(staging / filename) for name, filename in FILES.items()}
-    extra = {"attribution_sum_gap": attribution_gap(written["attribution"])}
-    if plan.heldout is not None:
-        extra["organism_heldout_accuracy"] = plan.heldout
+    written = {name: read_jsonl(staging / filename) for name, filename in plan.files.items()}
     if plan.key is not None:
         put(contract.KEY, json_text(plan.key))
-    summary = golden(config.study, adapter.model_id, plan.identity, written, plan.key,
-                     contract.TOLERANCE, extra)
-    put(contract.GOLDEN, json_text(summary))
-    put(contract.README, bundle_readme(config.study, summary, plan.key is not None))
+    for name, text in plan.definition.extra_files(plan).items():
+        put(name, text)
+    summary = plan.definition.finish(plan, staging, written, put)
     training = plan.source.training
     manifest = {
         "study": config.study, **plan.identity,

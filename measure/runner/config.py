@@ -11,7 +11,6 @@ from measure.options import STUDY_NAME
 
 REPO = Path(__file__).resolve().parents[2]
 ORGANISM_DIR = REPO / "models" / "organism"
-NAMED_MODELS = {"organism": ORGANISM_DIR}  # short names `--model` takes for the repository's own folders
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,6 @@ class StudyConfig:
     seed: int = 0                           # --seed
     runs_dir: Path | None = None            # --runs-dir: resumable shards (default measure_runs/)
     progress: bool = True                   # not --no-progress
-    organism_dir: Path = ORGANISM_DIR       # the folder `--model organism` names
 
     def __post_init__(self):
         if not isinstance(self.study, str) or not STUDY_NAME.fullmatch(self.study):
@@ -57,6 +55,7 @@ class StudyConfig:
 
     @property
     def runs_root(self) -> Path:
+        """Where resumable shards go (`--runs-dir`, or `measure_runs/`)."""
         return Path(self.runs_dir) if self.runs_dir else REPO / "measure_runs"
 
 

@@ -28,10 +28,12 @@ def fixed(value, places: int):
 
 
 def jsonl_text(rows: list[dict], places: int = contract.JSONL_PLACES) -> str:
+    """Rows as JSONL text: one object a line, floats fixed to `places` decimals."""
     return "".join(json.dumps(fixed(r, places), ensure_ascii=False) + "\n" for r in rows)
 
 
 def json_text(obj, places: int = contract.GOLDEN_PLACES) -> str:
+    """An object as indented JSON text, floats fixed to `places` decimals."""
     return json.dumps(fixed(obj, places), indent=2, ensure_ascii=False) + "\n"
 
 
@@ -69,6 +71,7 @@ def _no_constant(name: str):
 
 
 def read_jsonl(path: Path) -> list[dict]:
+    """The rows of a JSONL file (its own, read back), without their line numbers."""
     from bundle_kit import rankstats
     try:
         rows = rankstats.read_jsonl(path)

@@ -85,36 +85,39 @@ def _rows(path: Path):
 
 
 def read_pairs(path: Path) -> list[dict]:
-    """Every pair of the file, its fields checked: present, strings, `pair_id` unique."""
+    """Every pair of the file, its fields checked: the contract's present, strings, `pair_id`
+    unique; a study's own fields (a fold, a split) kept if they are plain values. Fields keep
+    the file's order."""
     first_line: dict[str, int] = {}
     rows = []
     for line, row in _rows(path):
         missing = [name for name in contract.PAIR_ROW if name not in row]
         if missing:
             raise MeasureError(f"{path}:{line}: row lacks field(s): {', '.join(missing)}")
-        rows.append(row)
-        for name in contract.PAIR_ROW:
-            value = row[name]
-            if not isinstance(value, str):
+        for name, value in row.items():
+            if name in contract.PAIR_ROW and not isinstance(value, str):
                 raise MeasureError(f"{path}:{line}: field {name!r} must be a string, "
                                    f"not {type(value).__name__} ({value!r})")
+            if not isinstance(value, (str, int, float, bool)) and value is not None:
+                raise MeasureError(f"{path}:{line}: field {name!r} must be a plain value, not "
+                                   f"{type(value).__name__}")
         if row["pair_id"] in first_line:
             raise MeasureError(f"{path}:{line}: pair_id {row['pair_id']!r} repeats the pair on "
                                f"line {first_line[row['pair_id']]}")
         first_line[row["pair_id"]] = line
-    return [{name: row[name] for name in contract.PAIR_ROW} for row in rows]
+        rows.append(row)
+    return rows
 
 
-def load_pairs(path: Path, dimensions: list[str] | tuple[str, ...] | None,
-               max_pairs: int | None) -> list[dict]:
-    """The pairs to measure: the file's, restricted to `dimensions` and to at most `max_pairs`
-    pairs per dimension, in file order."""
-    rows = read_pairs(path)
+def restrict(rows: list[dict], dimensions: list[str] | tuple[str, ...] | None, max_pairs: int | None,
+             where: str | Path = "pairs") -> list[dict]:
+    """The pairs restricted to `dimensions` and to at most `max_pairs` pairs per dimension, in
+    order (`where` names the file in the error for an unknown dimension)."""
     known = list(dict.fromkeys(r["dimension"] for r in rows))
     if dimensions:
         unknown = [d for d in dimensions if d not in known]
         if unknown:
-            raise MeasureError(f"--dimensions: {', '.join(unknown)} not in {path} "
+            raise MeasureError(f"--dimensions: {', '.join(unknown)} not in {where} "
                                f"(it has {', '.join(known)})")
         rows = [r for r in rows if r["dimension"] in dimensions]
     if max_pairs is not None:
@@ -124,6 +127,4 @@ def load_pairs(path: Path, dimensions: list[str] | tuple[str, ...] | None,
             if seen[r["dimension"]] <= max_pairs:
                 kept.append(r)
         rows = kept
-    if not rows:
-        raise MeasureError(f"{path}: no pairs to measure")
     return rows

@@ -83,6 +83,7 @@ class Shape:
                    tied=bool(config.get("tie_word_embeddings", False)))
 
     def params(self) -> int:
+        """The parameter count of a decoder of this shape."""
         q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
         layer = self.hidden * q + 2 * self.hidden * kv + q * self.hidden + 3 * self.hidden * self.intermediate
         layer += 2 * self.hidden  # two RMS norm gains
@@ -90,23 +91,26 @@ class Shape:
 
     # FLOPs for one sequence of width T
     def attn_flops(self, T: int) -> float:
+        """FLOPs of one sequence of width T through one attention block."""
         q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
         return 2.0 * T * (2 * self.hidden * q + 2 * self.hidden * kv) + 4.0 * T * T * q
 
     def mlp_flops(self, T: int) -> float:
+        """FLOPs of one sequence of width T through one MLP."""
         return 6.0 * T * self.hidden * self.intermediate
 
     def o_proj_flops(self, T: int) -> float:
+        """FLOPs of one sequence of width T through one o_proj (what a head's patch recomputes)."""
         return 2.0 * T * self.hidden * self.heads * self.head_dim
 
 
 def read_shape(spec: str) -> tuple[Shape, str]:
-    """A named model of this repository (`organism`), a config.json, a model folder holding one,
+    """A named model of this repository (`measure.studies.NAMED_MODELS`), a config.json, a model folder holding one,
     or a cached hub id (config only), as `run --model` takes them."""
-    from measure.runner.config import NAMED_MODELS
     from measure.runner.jsonio import read_json
+    from measure.studies import named_model
 
-    path = NAMED_MODELS.get(spec, Path(spec).expanduser())
+    path = named_model(spec) or Path(spec).expanduser()
     if path.is_dir():
         path = path / "config.json"
     if not path.exists():
@@ -154,6 +158,7 @@ def shard_work(shape: Shape, n_pairs: int, T: int, patch_heads: bool = True, mod
 
 
 def work(shape: Shape, shards: list[tuple[int, int]], patch_heads: bool = True) -> dict:
+    """Layer evaluations and FLOPs of the whole study (every shard), as the sweep runs it."""
     evals: dict = {}
     flops = 0.0
     per_shard = []
@@ -173,6 +178,7 @@ def work(shape: Shape, shards: list[tuple[int, int]], patch_heads: bool = True) 
 
 
 def total_evals(evals: dict) -> float:
+    """The sum of a work count's layer evaluations."""
     return sum(sum(v.values()) if isinstance(v, dict) else v for v in evals.values())
 
 
@@ -294,6 +300,7 @@ def make_plan(model: str, pairs: int, gpus: int = 0, dtype: str = "bfloat16", se
 
 
 def format_plan(p: dict) -> str:
+    """The plan as the text `measure plan` prints."""
     s = p["shape"]
     lines = [f"plan for {p['model']} ({p['config']}): {s['layers']} layers, hidden {s['hidden']}, "
              f"{s['heads']} heads ({s['kv_heads']} KV), MLP {s['intermediate']}, {p['params'] / 1e9:.2f} B params",
@@ -341,6 +348,7 @@ def add_arguments(parser) -> None:
 
 
 def run_from_args(args) -> int:
+    """`python -m measure plan`: print the plan (and write it as JSON with --json); exit status."""
     plan = make_plan(args.model, args.pairs, args.gpus, args.dtype, args.seq_len, args.shard_size,
                      args.max_rows, not args.no_head_patching, args.gpu_tflops, args.efficiency,
                      args.gpu_memory_gib, args.threads)

@@ -70,6 +70,7 @@ class ShardWorker:
         self.in_worker = in_worker
 
     def measure(self, k: int) -> tuple[int, dict]:
+        """Shard k's rows, measured in this worker."""
         from measure.runner.study import measure_shard
 
         rows = measure_shard(self.plan, self.stats, k)
@@ -149,7 +150,7 @@ def measure_shards_ray(plan, address: str = "local", hooks=None, local_cpus: int
 
 def run_study_ray(config, address: str = "local", hooks=None, local_cpus: int | None = None,
                   in_worker: Callable[[int], None] | None = None) -> dict:
-    """`study.run_study` with the measuring stage on Ray."""
+    """`run.run_study` with the measuring stage on Ray."""
     from measure.runner.bundle import write_bundle
     from measure.runner.config import Hooks
     from measure.runner.study import plan_study

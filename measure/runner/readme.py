@@ -12,6 +12,7 @@ ROW_FIELDS = "- `model`: the model id (`organism`, a local path or a hub id).\n"
 
 
 def bundle_readme(study: str, golden: dict, has_key: bool) -> str:
+    """The bundle's README.md: what every file and every field means."""
     counts = golden["counts"]
     key_files = ""
     if has_key:

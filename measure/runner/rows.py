@@ -10,8 +10,9 @@ from bundle_kit import contract
 from measure.instruments import offdist
 from measure.models.adapter import Adapter, parse_component
 from measure.errors import MeasureError
-from measure.instruments.patching import MODES, ActivationStats, check_finite, patch_sweep
+from measure.instruments.patching import ActivationStats, check_finite, patch_sweep
 from measure.runner.jsonio import fixed
+from measure.runner.reads import Read, files
 
 PLACES = contract.JSONL_PLACES
 
@@ -31,48 +32,74 @@ def _moves(effect: float, clean: float):
 
 
 def shard_rows(adapter: Adapter, pairs: list[dict], seqs: list[list[int]], stats: ActivationStats,
-               max_rows: int, modes=MODES, patch_heads: bool = True) -> dict[str, list[dict]]:
-    """All rows for these pairs (`seqs` interleaves chosen/rejected token ids)."""
+               max_rows: int, reads: list[Read], rows: torch.Tensor) -> dict[str, list[dict]]:
+    """All rows of these pairs along every read (`seqs` interleaves chosen/rejected token ids;
+    `rows` is each sequence's pair index in the plan, which picks its direction of each read)."""
     batch = adapter.batch(seqs)
+    out = {kind: [] for kind in files(reads)}
+    for read in reads:
+        read.set_on(adapter, rows)
+        try:
+            _read_rows(adapter, pairs, batch, stats, max_rows, read, out)
+        finally:
+            adapter.set_directions(None)
+    return {k: fixed(v, PLACES) for k, v in out.items()}
+
+
+def _read_rows(adapter, pairs, batch, stats, max_rows, read: Read, out: dict) -> None:
+    """Append the rows of one read of the batch to `out`."""
     run = adapter.clean_run(batch)
     check_finite(run.reward, f"clean rewards of pairs {pairs[0]['pair_id']}..{pairs[-1]['pair_id']}")
     rewards = run.reward.double()
     margins = rewards[0::2] - rewards[1::2]
     attr = {k: v.double() for k, v in run.attribution().items()}
-    running = run.lens().double()
-    components = [c for c in adapter.components(heads=patch_heads) if c != "embed"]
+    running = run.lens().double() if read.lens else None
+    components = [c for c in adapter.components(heads=read.heads and read.patch_heads) if c != "embed"]
     folds = (torch.tensor([stats.folds[p["seed_id"]] for p in pairs])
              if stats is not None and stats.folds else None)
-    patched = patch_sweep(adapter, batch, run, stats, components, modes, max_rows, folds=folds)
-    out = {"attribution": [], "attribution_heads": [], "patching": [], "patching_heads": [],
-           "lens": []}
+    patched = patch_sweep(adapter, batch, run, stats, components, read.modes, max_rows, folds=folds)
+    fields = {kind: _fields(row, read.name) for kind, row in
+              (("attribution", contract.ATTRIBUTION_ROW), ("patching", contract.PATCHING_ROW),
+               ("lens", contract.LENS_ROW))}
+    along = f", along {read.name}" if read.name else ""
     for p, pair in enumerate(pairs):
         head = {"model": adapter.model_id, **{name: pair[name] for name in contract.ROW_HEAD[1:]}}
+        if read.name is not None:
+            head["direction"] = read.name
         margin = float(margins[p])
-        for name in adapter.components() + ["bias"]:
+        for name in adapter.components(heads=read.heads) + ["bias"]:
             kind, layer, _ = parse_component(name)
             chosen, rejected = float(attr[name][2 * p]), float(attr[name][2 * p + 1])
-            row = _row(contract.ATTRIBUTION_ROW, head, component=name, kind=kind, layer=layer,
+            row = _row(fields["attribution"], head, component=name, kind=kind, layer=layer,
                        attribution=chosen - rejected, attr_chosen=chosen, attr_rejected=rejected,
                        margin=margin)
-            out["attribution_heads" if kind == "head" else "attribution"].append(row)
+            out[read.prefix + ("attribution_heads" if kind == "head" else "attribution")].append(row)
         for name in components:
             kind, layer, _ = parse_component(name)
-            for mode in modes:
+            for mode in read.modes:
                 value, off = patched[(name, mode)]
                 patched_margin = float(value[p])
-                check_finite(value[p:p + 1], f"pair {pair['pair_id']}, {name} patched ({mode})")
+                check_finite(value[p:p + 1], f"pair {pair['pair_id']}, {name} patched ({mode}{along})")
                 effect = patched_margin - margin
                 z = None if math.isnan(float(off[p])) else round(float(off[p]), PLACES)
-                row = _row(contract.PATCHING_ROW, head, component=name, kind=kind, layer=layer, mode=mode,
+                row = _row(fields["patching"], head, component=name, kind=kind, layer=layer, mode=mode,
                            clean_margin=margin, patched_margin=patched_margin, effect=effect,
                            moves_pct=_moves(effect, margin), offdist_z=z,
                            offdist_flag=None if z is None else z > offdist.THRESHOLD)
-                out["patching_heads" if kind == "head" else "patching"].append(row)
-        for i in range(adapter.n_layers):
-            out["lens"].append(_row(contract.LENS_ROW, head, layer=i, depth=(i + 1) / adapter.n_layers,
-                                    running_margin=float(running[i, 2 * p] - running[i, 2 * p + 1])))
-    return {k: fixed(v, PLACES) for k, v in out.items()}
+                out[read.prefix + ("patching_heads" if kind == "head" else "patching")].append(row)
+        if read.lens:
+            for i in range(adapter.n_layers):
+                out[read.prefix + "lens"].append(_row(
+                    fields["lens"], head, layer=i, depth=(i + 1) / adapter.n_layers,
+                    running_margin=float(running[i, 2 * p] - running[i, 2 * p + 1])))
+
+
+def _fields(row: tuple[str, ...], direction: str | None) -> tuple[str, ...]:
+    """A contract row's fields, with `direction` after `seed_id` for a named read."""
+    if direction is None:
+        return row
+    at = row.index("seed_id") + 1
+    return row[:at] + ("direction",) + row[at:]
 
 
 def attribution_gap(rows: list[dict]) -> float:

@@ -10,8 +10,10 @@
 3. `write_bundle(plan, ...)` (measure/runner/bundle.py) joins the shards into the bundle files, computes
    `golden.json` from the rows as written, and swaps the whole folder into place.
 
-`run_study(config, hooks)` is the three in a row. Everything but `manifest.json` is
-byte-identical between two runs with the same seed.
+What a study measures beyond the default (its reads, its own files, its summary) is its
+`Definition` (measure/runner/definition.py); `run_study(config, hooks)` (measure/runner/run.py) is
+the three stages in a row. Everything but `manifest.json` is byte-identical between two runs with
+the same seed.
 """
 from __future__ import annotations
 
@@ -37,16 +39,17 @@ from measure.errors import MeasureError
 from measure.instruments.patching import MODES, ActivationStats, StatsAccumulator
 from measure.runner.jsonio import jsonl_text, read_json
 from measure.runner.outfolder import check_replaceable
-from measure.runner.pairs import load_pairs
+from measure.runner.definition import Definition, definition_for
+from measure.runner.pairs import read_pairs
+from measure.runner.reads import Read, files
 from measure.runner.rows import shard_rows
 
 __all__ = ["StudyConfig", "Hooks", "Plan", "plan_study", "measure_shards", "measure_shard",
-           "run_study", "FILES", "ORGANISM_DIR", "REPO"]
+           "FILES", "ORGANISM_DIR", "REPO"]
 
-# The per-pair files of a bundle, by the key a shard's rows are filed under.
-FILES = {"attribution": contract.ATTRIBUTION, "attribution_heads": contract.HEADS_ATTRIBUTION,
-         "patching": contract.PATCHING, "patching_heads": contract.HEADS_PATCHING,
-         "lens": contract.LENS}
+# The per-pair files of a bundle that reads along the score row, by the key a shard's rows are
+# filed under; a plan's own are `plan.files`.
+FILES = files([Read()])
 HASH_LIMIT = 4 << 30
 STATS_LAYOUT = "per-component statistics (head_L{i}_H{j})"  # in the fingerprint: stats.pt's layout
 
@@ -97,6 +100,7 @@ def setup_determinism(seed: int, threads: int, device: str) -> dict:
 
 
 def weights_identity(folder: Path) -> dict:
+    """The sha256 of a model folder's safetensors files (names and sizes only above 4 GiB)."""
     files = sorted(folder.glob("*.safetensors"))  # the only weights ever loaded (adapter.refuse_pickled_weights)
     total = sum(f.stat().st_size for f in files)
     if files and total <= HASH_LIMIT:
@@ -110,6 +114,7 @@ def weights_identity(folder: Path) -> dict:
 
 
 def versions() -> dict:
+    """The versions of Python and the packages that make the numbers."""
     import importlib.metadata as md
     out = {"python": platform.python_version()}
     for name in ("torch", "transformers", "safetensors", "tqdm", "numpy"):
@@ -132,6 +137,8 @@ class Plan:
     pairs: list[dict]
     pairs_text: str                                   # pairs.jsonl as the bundle holds it
     seqs: list[tuple[list[int], list[int]]]           # per pair: chosen and rejected token ids
+    reads: list[Read]                                 # the directions every pair is read along
+    definition: Definition                            # what the study adds to the runner
     shards: list[list[int]]
     key: dict | None
     identity: dict                                    # what makes the numbers (in golden.json)
@@ -147,23 +154,39 @@ class Plan:
         shard = self.shards[k]
         return [self.pairs[i] for i in shard], [t for i in shard for t in self.seqs[i]]
 
+    def shard_rows_index(self, k: int) -> torch.Tensor:
+        """The plan index of the pair of every sequence of shard k (how a read picks directions)."""
+        return torch.tensor([i for i in self.shards[k] for _ in (0, 1)])
+
+    @property
+    def files(self) -> dict[str, str]:
+        """{row kind: file name} of every per-pair file the plan's reads write."""
+        return files(self.reads)
+
     def shard_path(self, k: int) -> Path:
+        """Where shard k's rows are saved."""
         return self.run_dir / f"shard_{k:05d}.json"
 
     @property
     def stats_path(self) -> Path:
+        """Where the clean statistics are saved."""
         return self.run_dir / "stats.pt"
 
 
 def plan_study(config: StudyConfig) -> Plan:
+    """Stage 1: load the model, read the pairs (and key), fix the reads and the shards, and
+    fingerprint everything that changes the numbers; nothing is measured yet."""
     started = time.time()
     check_replaceable(config.bundle_dir)  # before anything is measured
     head, dirty = git_state(REPO)  # before the run writes the bundle, which would make the tree look dirty
     mode = setup_determinism(config.seed, config.threads, config.device)
-    adapter = load(config.model, config.organism_dir, config.device, config.dtype, config.objective)
+    definition = definition_for(config.study)
+    adapter = load(config.model, config.device, config.dtype, config.objective)
     source = ModelSource(adapter.path)
-    pairs_file = Path(config.pairs_file) if config.pairs_file else source.pairs or config.organism_dir / contract.PAIRS
-    pairs = load_pairs(pairs_file, config.dimensions, config.max_pairs)
+    pairs_file = Path(config.pairs_file or source.pairs or definition.pairs_file)
+    pairs = definition.select(read_pairs(pairs_file), config)
+    if not pairs:
+        raise MeasureError(f"{pairs_file}: no pairs to measure")
     key_file = config.key_file if config.key_file is not None else source.key
     key = _read_key(Path(key_file)) if key_file else None
     heldout = source.heldout_accuracy()  # read now: a broken report is refused before measuring
@@ -171,11 +194,13 @@ def plan_study(config: StudyConfig) -> Plan:
     identity = {"model": adapter.model_id, **weights_identity(adapter.path),
                 "data_sha256": hashlib.sha256(pairs_text.encode()).hexdigest(),
                 "seed": config.seed, "dtype": str(adapter.dtype).replace("torch.", ""),
-                "device_type": adapter.device.type, "objective": config.objective}
+                "device_type": adapter.device.type, "objective": config.objective,
+                **definition.identity(adapter, pairs)}
+    reads = definition.reads(adapter, pairs, config)
     fingerprint = hashlib.sha256(json.dumps(
         [identity, config.shard_size, config.max_rows, list(MODES), config.patch_heads,
-         versions()["torch"], STATS_LAYOUT, offdist.VERSION, _numerics_key(mode)],
-        sort_keys=True).encode()).hexdigest()[:16]
+         versions()["torch"], STATS_LAYOUT, offdist.VERSION, _numerics_key(mode),
+         [r.fingerprint() for r in reads]], sort_keys=True).encode()).hexdigest()[:16]
     seqs = []
     for p in pairs:
         where = f"{pairs_file} (pair {p['pair_id']})"
@@ -183,8 +208,8 @@ def plan_study(config: StudyConfig) -> Plan:
                      adapter.encode(p["prompt"], p["rejected"], where)))
     n, size = len(pairs), config.shard_size
     shards = [list(range(s, min(s + size, n))) for s in range(0, n, size)]
-    return Plan(config, adapter, source, pairs_file, pairs, pairs_text, seqs, shards, key, identity,
-                fingerprint, config.runs_root / config.study / fingerprint, started,
+    return Plan(config, adapter, source, pairs_file, pairs, pairs_text, seqs, reads, definition, shards, key,
+                identity, fingerprint, config.runs_root / config.study / fingerprint, started,
                 heldout=heldout, git={"commit": head, "dirty": dirty}, numerics=mode)
 
 
@@ -218,7 +243,7 @@ def clean_stats(plan: Plan) -> ActivationStats:
     adapter = plan.adapter
     if plan.stats_path.exists():
         return _saved_stats(plan.stats_path, adapter.device)
-    acc = StatsAccumulator()
+    acc = StatsAccumulator(heads=any(read.heads and read.patch_heads for read in plan.reads))
     for k in tqdm(range(len(plan.shards)), desc="clean pass (means)", disable=not plan.config.progress):
         batch = adapter.batch(plan.shard_input(k)[1])
         with torch.no_grad():
@@ -245,11 +270,12 @@ def _saved_stats(path: Path, device) -> ActivationStats:
 
 
 def measure_shard(plan: Plan, stats: ActivationStats, k: int) -> dict[str, list[dict]]:
-    """Every row of shard k (attribution, patching, lens), rounded as they will be written."""
+    """Every row of shard k along every read (attribution, patching, lens), rounded as they will
+    be written."""
     shard_pairs, shard_seqs = plan.shard_input(k)
     with torch.no_grad():
-        return shard_rows(plan.adapter, shard_pairs, shard_seqs, stats, plan.config.max_rows,
-                          patch_heads=plan.config.patch_heads)
+        return shard_rows(plan.adapter, shard_pairs, shard_seqs, stats, plan.config.max_rows, plan.reads,
+                          plan.shard_rows_index(k))
 
 
 def measure_shards(plan: Plan, hooks: Hooks | None = None) -> dict[str, int]:
@@ -266,13 +292,3 @@ def measure_shards(plan: Plan, hooks: Hooks | None = None) -> dict[str, int]:
         computed += 1
         hooks.shard_done(computed, len(todo))
     return {"computed": computed, "resumed": len(plan.shards) - len(todo)}
-
-
-# ----- the three stages -----------------------------------------------------------------------
-def run_study(config: StudyConfig, hooks: Hooks | None = None) -> dict:
-    from measure.runner.bundle import write_bundle
-
-    hooks = hooks or Hooks()
-    plan = plan_study(config)
-    counts = measure_shards(plan, hooks)
-    return write_bundle(plan, counts, hooks)

@@ -27,6 +27,7 @@ def _top(scores: dict[str, tuple[float, float]], which: int) -> list[str]:
 
 
 def lineage(rows: list[dict]) -> dict[str, dict[str, int]]:
+    """Per dimension: its pairs (n) and its seeds (n_effective) in these rows."""
     pairs, seeds = defaultdict(set), defaultdict(set)
     for r in rows:
         pairs[r["dimension"]].add(r["pair_id"])
@@ -35,6 +36,7 @@ def lineage(rows: list[dict]) -> dict[str, dict[str, int]]:
 
 
 def crystallization(lens_rows: list[dict]) -> dict:
+    """The crystallization depth of the lens rows (rankstats.crystallization_depth), per dimension and over all."""
     by_pair = defaultdict(list)
     for r in lens_rows:
         by_pair[(r["dimension"], r["pair_id"])].append((r["layer"], r["running_margin"]))
@@ -154,6 +156,7 @@ def _value(entry, which):
 
 
 def key_recovery(attr_rows, patch_rows, key: dict, mode: str = RANK_MODE) -> dict:
+    """The key_recovery block: ROC AUC of each ranking against the key, with seed-bootstrap intervals."""
     universe_attr = [r for r in attr_rows if r["kind"] in ("mlp", "head")]
     universe_patch = [r for r in patch_rows if r["kind"] in ("mlp", "head")]
     result = _KeyRecovery(universe_attr, universe_patch, key, mode).summary()
@@ -172,6 +175,7 @@ def key_recovery(attr_rows, patch_rows, key: dict, mode: str = RANK_MODE) -> dic
 
 def golden(study: str, model_id: str, identity: dict, files: dict[str, list[dict]],
            key: dict | None, tolerance: float, extra: dict) -> dict:
+    """golden.json's content, from the rows as written (rankstats for every statistic)."""
     attr, patch = files["attribution"], files["patching"]
     scores = _scores(attr, patch, RANK_MODE)
     rhos = rankstats.dimension_rhos(scores)

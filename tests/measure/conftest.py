@@ -63,7 +63,7 @@ def tiny_pairs(tmp_path_factory) -> Path:
 def adapter(tiny_dir):
     from measure.models.adapter import load
     torch.set_num_threads(1)
-    return load(str(tiny_dir), ORGANISM)
+    return load(str(tiny_dir))
 
 
 @pytest.fixture(scope="session")

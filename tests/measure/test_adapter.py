@@ -44,18 +44,18 @@ def test_heads_sum_to_their_attention_output(adapter, pair_batch):
 
 def test_unknown_model_is_a_clear_error(tmp_path):
     with pytest.raises(MeasureError, match="not in the local Hugging Face cache"):
-        load("no-such-org/no-such-model", ORGANISM)
+        load("no-such-org/no-such-model")
 
 
 def test_unknown_architecture_is_a_clear_error(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
     with pytest.raises(MeasureError, match="architecture 'gpt2' is not supported"):
-        load(str(tmp_path), ORGANISM)
+        load(str(tmp_path))
 
 
 def test_folder_without_config(tmp_path):
     with pytest.raises(MeasureError, match="config.json: missing"):
-        load(str(tmp_path), ORGANISM)
+        load(str(tmp_path))
 
 
 @pytest.mark.parametrize("device,dtype,message", [
@@ -67,12 +67,12 @@ def test_device_and_dtype_errors(tiny_dir, device, dtype, message):
     if device == "cuda" and torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     with pytest.raises(MeasureError, match=message):
-        load(str(tiny_dir), ORGANISM, device=device, dtype=dtype)
+        load(str(tiny_dir), device=device, dtype=dtype)
 
 
 def test_nan_output_is_a_clear_error(tmp_path, tiny_pairs, tiny_factory):
     from measure.runner.config import StudyConfig
-    from measure.runner.study import run_study
+    from measure.runner.run import run_study
     folder = tiny_factory(tmp_path / "nan_model", nan=True)
     with pytest.raises(MeasureError, match="NaN"):
         run_study(StudyConfig(model=str(folder), study="nan", out=tmp_path / "out", pairs_file=tiny_pairs,
@@ -97,7 +97,7 @@ def test_hugging_face_tokenizers_and_chat_templates(tmp_path, tiny_factory, chat
     for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
         (folder / name).unlink()  # replaced by another ordinary Hugging Face tokenizer
     _hf_tokenizer(folder, chat)
-    adapter = load(str(folder), ORGANISM)
+    adapter = load(str(folder))
     ids = adapter.encode("hello rain", "there")
     assert ids == ([2, 3, 5, 7, 4, 6] if chat else [5, 7, 6])
     batch = adapter.batch([ids, ids[:-1]])
@@ -110,11 +110,11 @@ def test_a_hub_id_loads_from_an_existing_cache_without_downloading(tmp_path, tin
     tiny_factory(repo / "snapshots" / revision)
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(revision)
-    adapter = load("example/tiny-rm", ORGANISM, cache_dir=tmp_path / "cache")
+    adapter = load("example/tiny-rm", cache_dir=tmp_path / "cache")
     assert adapter.model_id == "example/tiny-rm"
     assert adapter.n_layers == 2
     with pytest.raises(MeasureError, match="not in the local Hugging Face cache"):
-        load("example/other-rm", ORGANISM, cache_dir=tmp_path / "cache")
+        load("example/other-rm", cache_dir=tmp_path / "cache")
 
 
 def test_the_cache_names_what_it_holds_like_the_components(adapter, pair_batch):

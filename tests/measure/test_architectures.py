@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from measure.models.adapter import load
-from measure.models.families import FAMILIES
+from measure.models.registry import FAMILIES
 from measure.instruments.patching import MODES, StatsAccumulator, naive_sweep, patch_sweep
 from measure.models.wordtok import SPECIALS, save_word_tokenizer
 
@@ -48,7 +48,7 @@ def _saved_and_loaded(model, folder):
     """The model saved with a word tokenizer of its 80-token vocabulary, loaded back by `measure`."""
     model.save_pretrained(folder)
     save_word_tokenizer(list(SPECIALS) + [f"w{i}" for i in range(76)], folder)
-    return load(str(folder), ORGANISM)
+    return load(str(folder))
 
 
 @pytest.mark.parametrize("family", TESTED)
@@ -89,7 +89,7 @@ def _tiny_bert(tmp_path):
     """A random-weight MiniLMRewardModel (BERT trunk, 3 objective heads, a gate) saved to disk."""
     import transformers as t
 
-    from measure.studies.minilm.model import MiniLMRewardModel
+    from measure.models.pooled_heads import MiniLMRewardModel
     config = t.BertConfig(vocab_size=80, hidden_size=32, intermediate_size=48, num_hidden_layers=3,
                           num_attention_heads=4, max_position_embeddings=64, pad_token_id=0)
     config.objectives = ["a", "b", "c"]

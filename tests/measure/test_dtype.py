@@ -5,7 +5,7 @@ import json
 import math
 
 from measure.runner.config import StudyConfig
-from measure.runner.study import run_study
+from measure.runner.run import run_study
 
 
 def test_bfloat16_study_runs_and_records_its_dtype(tiny_dir, tiny_pairs, tmp_path):

@@ -92,7 +92,7 @@ def organism():
     from measure.runner.jsonio import read_jsonl
 
     torch.set_num_threads(1)
-    adapter = load("organism", ORGANISM)
+    adapter = load("organism")
 
     def clean(pairs):
         seqs = [s for p in pairs for s in (adapter.encode(p["prompt"], p["chosen"]),
@@ -170,6 +170,7 @@ def test_the_sweep_scores_patches_against_the_scoring_token_reference(organism):
 
 def test_rows_carry_the_score_and_its_flag(organism):
     from measure.runner.jsonio import read_jsonl
+    from measure.runner.reads import Read
     from measure.runner.rows import shard_rows
 
     adapter, _study, _heldout, stats = organism
@@ -177,7 +178,8 @@ def test_rows_carry_the_score_and_its_flag(organism):
     seqs = [s for p in pairs for s in (adapter.encode(p["prompt"], p["chosen"]),
                                       adapter.encode(p["prompt"], p["rejected"]))]
     with torch.no_grad():
-        rows = shard_rows(adapter, pairs, seqs, stats, 512, patch_heads=False)["patching"]
+        rows = shard_rows(adapter, pairs, seqs, stats, 512, [Read(patch_heads=False)],
+                          torch.arange(len(pairs)).repeat_interleave(2))["patching"]
     assert all(r["offdist_flag"] is (r["offdist_z"] > offdist.THRESHOLD) for r in rows)
     assert all(r["offdist_flag"] for r in rows if r["component"] == "mlp_L3" and r["mode"] == "mean")
 
@@ -185,7 +187,7 @@ def test_rows_carry_the_score_and_its_flag(organism):
 def test_a_study_run_scores_every_patch_and_counts_the_flags(tiny_dir, tiny_pairs, tmp_path):
     """End to end through the staged runner: every row scored, golden's block counts the rows."""
     from measure.runner.config import StudyConfig
-    from measure.runner.study import run_study
+    from measure.runner.run import run_study
 
     out = run_study(StudyConfig(model=str(tiny_dir), study="tiny", out=tmp_path / "b", pairs_file=tiny_pairs,
                                 runs_dir=tmp_path / "runs", shard_size=4, progress=False))["out"]

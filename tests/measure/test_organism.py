@@ -27,7 +27,7 @@ def _margins(adapter, rows):
 
 
 def test_the_trained_organism_prefers_chosen_on_held_out_pairs():
-    adapter = load("organism", ORGANISM)
+    adapter = load("organism")
     heldout = read_jsonl(ORGANISM / "heldout.jsonl")
     training = json.loads((ORGANISM / "training.json").read_text())
     accuracy = {}
@@ -58,7 +58,7 @@ def test_committed_data_is_what_the_seeded_generator_makes():
 
 def test_the_key_names_components_of_the_organism():
     key = json.loads((ORGANISM / "key.json").read_text())
-    adapter = load("organism", ORGANISM)
+    adapter = load("organism")
     known = set(adapter.components())
     assert sorted(key["dimensions"]) == sorted(od.DIMENSIONS)
     for dimension, entry in key["dimensions"].items():

@@ -24,7 +24,7 @@ torch = pytest.importorskip("torch")
 def shallow0():
     folder = organisms.ensure_built("shallow", 0)   # rebuilds if the weights are missing; checks the sha256
     from measure.models.adapter import load
-    return folder, load(str(folder), folder)
+    return folder, load(str(folder))
 
 
 def _layer(where):

@@ -40,7 +40,7 @@ def local_ray():
 def test_ray_run_resumes_survives_a_killed_worker_and_matches_in_process(tmp_path, local_ray):
     from measure.runner.config import Hooks
     from measure.runner.ray_runner import run_study_ray
-    from measure.runner.study import run_study
+    from measure.runner.run import run_study
 
     expected = run_study(_config(tmp_path, "inprocess"))
     shards = expected["manifest"]["shards"]

@@ -10,7 +10,8 @@ from bundle_kit import rankstats
 from measure.__main__ import main
 from measure.runner.jsonio import read_jsonl
 from measure.runner.config import Hooks, StudyConfig
-from measure.runner.study import FILES, run_study
+from measure.runner.run import run_study
+from measure.runner.study import FILES
 
 BUNDLE_FILES = sorted(list(FILES.values()) + ["pairs.jsonl", "golden.json", "README.md", "key.json"])
 
@@ -120,7 +121,7 @@ def test_two_runs_with_the_same_seed_give_identical_bytes(first, tiny_dir, tiny_
 def test_cli_reports_errors_clearly(capsys, tmp_path):
     assert main(["run", "--model", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
                  "--no-progress"]) == 2
-    assert "not 'organism', not a local folder" in capsys.readouterr().err
+    assert "not a named model (organism, minilm), not a local folder" in capsys.readouterr().err
 
 
 def test_cli_rejects_unknown_dimensions(capsys, tiny_dir, tiny_pairs, tmp_path):
@@ -151,7 +152,7 @@ KILLER = """
 import json, os, signal, sys
 from pathlib import Path
 from measure.runner.config import Hooks, StudyConfig
-from measure.runner.study import run_study
+from measure.runner.run import run_study
 kw, when, arg = json.loads(sys.argv[1])
 kw = {k: Path(v) if k in ("out", "pairs_file", "key_file", "runs_dir") else v for k, v in kw.items()}
 die = lambda: os.kill(os.getpid(), signal.SIGKILL)

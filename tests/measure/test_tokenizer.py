@@ -24,6 +24,6 @@ def test_auto_tokenizer_loads_the_organism_tokenizer_with_the_word_ids():
 
 
 def test_a_word_outside_the_vocabulary_is_an_error_naming_it():
-    adapter = load("organism", ORGANISM)
+    adapter = load("organism")
     with pytest.raises(MeasureError, match=r"pairs\.jsonl \(pair 7\): word 'zebra' is not in"):
         adapter.encode("tell me about the rain", "go zebra", "pairs.jsonl (pair 7)")

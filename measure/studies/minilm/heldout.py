@@ -63,7 +63,8 @@ def _seed_accuracy(rows: list[dict], field: str) -> dict[str, float]:
 def learned(rows: list[dict]) -> dict:
     """golden.json's `learned` and `baselines` blocks, from the held-out rows as written."""
     per, pvalues, base_per = {}, {}, {}
-    for d in DIMENSIONS:
+    dimensions = [d for d in DIMENSIONS if any(r["dimension"] == d for r in rows)]
+    for d in dimensions:
         mine = [r for r in rows if r["dimension"] == d]
         acc = {name: rankstats.mean(baselines.score(r[f"{name}_margin"]) for r in mine)
                for name in ("head",) + baselines.NAMES}
@@ -84,9 +85,9 @@ def learned(rows: list[dict]) -> dict:
                   "seeds_wrong": sum(1 for v in head_seed.values() if v < CHANCE)}
         base_per[d] = {n: acc[n] for n in baselines.NAMES}
     holm = rankstats.holm(pvalues, ALPHA)
-    for d in DIMENSIONS:
+    for d in dimensions:
         per[d]["holm_threshold"], per[d]["learned"] = holm[d]
-    names = [d for d in DIMENSIONS if per[d]["learned"]]
+    names = [d for d in dimensions if per[d]["learned"]]
     overall = {n: rankstats.mean(baselines.score(r[f"{n}_margin"]) for r in rows) for n in baselines.NAMES}
     return {
         "learned": {"test": TEST, "alpha": ALPHA, "count": len(names), "dimensions": names,

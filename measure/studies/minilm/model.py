@@ -30,9 +30,9 @@ import time
 from pathlib import Path
 
 import torch
-from torch import nn
 
 from measure.errors import MeasureError
+from measure.models.pooled_heads import BertConfig, BertModel, MiniLMRewardModel, mean_pool
 from measure.runner.jsonio import json_text, read_jsonl, sha256_file
 from measure.studies.minilm.data import DIMENSIONS, FOLDS, PAIRS_FILE
 from measure.studies.minilm.heads import FEATURES_FILE, HEADS_FILE, L2, MODEL_DIR, save_features, text_of, train_heads
@@ -62,43 +62,6 @@ def check_trunk(folder: Path) -> None:
     if got != TRUNK_SHA256:
         raise MeasureError(f"{weights}: sha256 {got[:12]}... is not the trunk this study was "
                            f"trained on ({TRUNK_SHA256[:12]}...)")
-
-
-def _pretrained_base():
-    from transformers import BertConfig, BertModel, BertPreTrainedModel
-    return BertConfig, BertModel, BertPreTrainedModel
-
-
-BertConfig, BertModel, BertPreTrainedModel = _pretrained_base()
-
-
-def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    m = mask.to(hidden.dtype).unsqueeze(-1)
-    return (hidden * m).sum(1) / m.sum(1)
-
-
-class MiniLMRewardModel(BertPreTrainedModel):
-    """The trunk and the objective heads. `forward` returns every objective's reward (B, K) from
-    the heads fitted on all seeds; `fold_weight` and `fold_bias` (F, K, d) and (F, K) hold the
-    heads fitted without each fold, which the study reads held-out pairs along."""
-
-    def __init__(self, config):
-        super().__init__(config)
-        self.bert = BertModel(config, add_pooling_layer=False)
-        k, folds = len(config.objectives), int(getattr(config, "folds", 1))
-        self.heads = nn.Linear(config.hidden_size, k)
-        self.register_buffer("fold_weight", torch.zeros(folds, k, config.hidden_size))
-        self.register_buffer("fold_bias", torch.zeros(folds, k))
-        self.post_init()
-
-    def pooled(self, input_ids, attention_mask):
-        hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return mean_pool(hidden, attention_mask)
-
-    def forward(self, input_ids, attention_mask=None, **_):
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
-        return {"objective_rewards": self.heads(self.pooled(input_ids, attention_mask))}
 
 
 # ----- features -------------------------------------------------------------------------------
@@ -229,6 +192,13 @@ def load_model(folder: Path = MODEL_DIR, dtype: torch.dtype = torch.float32):
 
 
 # ----- python -m measure train --model minilm -----------------------------------------------------
+def train_command(out: Path | None, seed: int, epochs: int | None) -> int:
+    """`python -m measure train --model minilm` (`train_and_check`); the fit has no epochs."""
+    if epochs is not None:
+        raise MeasureError("--epochs: the MiniLM heads are fitted to convergence, not for a number of epochs")
+    return train_and_check(out, seed)
+
+
 def train_and_check(out: Path | None = None, seed: int = 0) -> int:
     """Recompute the features, refit the heads; into models/minilm/ both must come back byte for
     byte. Exit status 0 when they do (or when training into a folder without a report), 1 when

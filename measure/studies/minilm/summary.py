@@ -35,6 +35,13 @@ EXAMPLE_RULE = ("per dimension, the seed row (m0) whose held-out head margin is 
                 "dimension's seed rows (the lower of the two middle ones)")
 
 
+def present(rows: list[dict]) -> list[str]:
+    """The study's dimensions that these rows hold, in the study's order (all twelve on a full
+    run; fewer with `--dimensions`)."""
+    held = {r["dimension"] for r in rows}
+    return [d for d in DIMENSIONS if d in held]
+
+
 def _scores(attr: list[dict], patch: list[dict], mode: str, patch_score: str = PATCH_SCORE) -> dict:
     return rankstats.component_scores(rankstats.join_rows(attr, patch, mode), patch_score)
 
@@ -48,7 +55,7 @@ def rho_intervals(attr: list[dict], patch: list[dict], mode: str = RANK_MODE) ->
     replacement (a seed drawn twice counts twice)."""
     joined = rankstats.join_rows(attr, patch, mode)
     out = {}
-    for d in DIMENSIONS:
+    for d in present(attr):
         by_seed = defaultdict(list)
         for key, both in sorted(joined.items()):
             if key[0] == d:
@@ -66,7 +73,7 @@ def rho_intervals(attr: list[dict], patch: list[dict], mode: str = RANK_MODE) ->
 
 def data_balance(pairs: list[dict]) -> dict:
     """The cue checker on the seeds as written (the `m0` rows: the seed's own prompt)."""
-    seeds = {d: [p for p in pairs if p["dimension"] == d and p["pair_id"].endswith("-m0")] for d in DIMENSIONS}
+    seeds = {d: [p for p in pairs if p["dimension"] == d and p["pair_id"].endswith("-m0")] for d in present(pairs)}
     return {"bands": balance.BANDS, "failures": len(balance.check(seeds)),
             "per_dimension": balance.balance(seeds)}
 
@@ -99,14 +106,14 @@ def rank_agreement(files: dict, learned: list[str]) -> dict:
                               "random_rho": random[d], "learned": d in learned,
                               "pairs": sum(1 for (dd, _p) in margin if dd == d),
                               "misranked_pairs": sum(1 for (dd, _p), m in margin.items() if dd == d and m < 0)}
-                          for d in DIMENSIONS},
+                          for d in present(files["attribution"])},
     }
 
 
 def margins(held: list[dict]) -> dict:
     """The held-out head margins, per dimension: quartiles, extremes, how many are negative."""
     out = {}
-    for d in DIMENSIONS:
+    for d in present(held):
         values = sorted(r["head_margin"] for r in held if r["dimension"] == d)
         n = len(values)
         out[d] = {"min": values[0], "q1": values[n // 4], "median": values[(n - 1) // 2],
@@ -118,7 +125,7 @@ def examples(pairs: list[dict], held: list[dict], per: dict) -> dict:
     """One pair per dimension, by EXAMPLE_RULE, with its held-out margins."""
     by_id = {r["pair_id"]: r for r in held}
     out = {}
-    for d in DIMENSIONS:
+    for d in present(held):
         seeds = sorted((by_id[p["pair_id"]]["head_margin"], p["pair_id"]) for p in pairs
                        if p["dimension"] == d and p["pair_id"].endswith("-m0"))
         pair_id = seeds[(len(seeds) - 1) // 2][1]
@@ -130,11 +137,12 @@ def examples(pairs: list[dict], held: list[dict], per: dict) -> dict:
     return out
 
 
-def summarise(out: Path, identity: dict) -> dict:
-    """golden.json and README.md of the bundle in `out`, from its rows as written."""
+def summarise(out: Path, identity: dict, file_names: dict[str, str], head_modes: tuple[str, ...],
+              study: str) -> dict:
+    """golden.json and README.md of the bundle in `out`, from its rows as written (`file_names`:
+    {row kind: file name}, `head_modes`: the modes measured along the heads)."""
     from measure.studies.minilm.readme import bundle_readme
-    from measure.studies.minilm.study import FILES, HEAD_MODES, STUDY
-    files = {name: read_jsonl(out / filename) for name, filename in FILES.items()}
+    files = {name: read_jsonl(out / filename) for name, filename in file_names.items()}
     pairs = read_jsonl(out / "pairs.jsonl")
     attr, patch = files["attribution"], files["patching"]
     test = heldout.learned(files["heldout"])
@@ -143,13 +151,13 @@ def summarise(out: Path, identity: dict) -> dict:
     per_dim = lineage(attr)
     compared = sorted({c for comps in scores.values() for c in comps})
     golden = {
-        "study": STUDY, "model": "minilm", "rank_mode": RANK_MODE, "patch_score": PATCH_SCORE,
+        "study": study, "model": "minilm", "rank_mode": RANK_MODE, "patch_score": PATCH_SCORE,
         "components_compared": "attn and mlp blocks (embed is attributed, not patched)",
         "tolerance": TOLERANCE,
         "counts": {
-            "pairs": len(pairs), "pairs_per_dimension": len(pairs) // len(DIMENSIONS),
-            "n_effective": len({p["seed_id"] for p in pairs}), "dimensions": len(DIMENSIONS),
-            "seeds_per_dimension": len({p["seed_id"] for p in pairs}) // len(DIMENSIONS), "folds": FOLDS,
+            "pairs": len(pairs), "pairs_per_dimension": len(pairs) // len(present(pairs)),
+            "n_effective": len({p["seed_id"] for p in pairs}), "dimensions": len(present(pairs)),
+            "seeds_per_dimension": len({p["seed_id"] for p in pairs}) // len(present(pairs)), "folds": FOLDS,
             "components_attributed": len({r["component"] for r in attr if r["kind"] != "bias"}),
             "components_patched": len({r["component"] for r in patch}),
             "components_ranked_both": len(compared), "heads_patched": 0,
@@ -166,9 +174,9 @@ def summarise(out: Path, identity: dict) -> dict:
         "data_balance": data_balance(pairs),
         "rank_agreement": rank_agreement(files, test["learned"]["dimensions"]),
         "rho_by_mode": {m: {"mean_rho": rankstats.mean(v.values()), "per_dimension_rho": v}
-                        for m in HEAD_MODES for v in [_rhos(attr, patch, m)]},
+                        for m in head_modes for v in [_rhos(attr, patch, m)]},
         "rho_mean_ratio": {m: {"mean_rho": rankstats.mean(v.values()), "per_dimension_rho": v}
-                           for m in HEAD_MODES for v in [_rhos(attr, patch, m, SENSITIVITY)]},
+                           for m in head_modes for v in [_rhos(attr, patch, m, SENSITIVITY)]},
         "random_rho": {"mean_rho": rankstats.mean(v.values()), "per_dimension_rho": v}
         if (v := _rhos(files["random_attribution"], files["random_patching"])) else None,
         "top_components": {d: {"attribution": _top(scores[d], 0), "patching": _top(scores[d], 1)} for d in scores},
@@ -176,7 +184,7 @@ def summarise(out: Path, identity: dict) -> dict:
         "examples": examples(pairs, files["heldout"], test["learned"]["per_dimension"]),
         "example_rule": EXAMPLE_RULE,
         "crystallization": crystallization(files["lens"]),
-        "offdist": offdist.golden_block(patch, [], modes=HEAD_MODES, read="pooled"),
+        "offdist": offdist.golden_block(patch, [], modes=head_modes, read="pooled"),
         "attribution_sum_gap": max(attribution_gap(attr), attribution_gap(files["random_attribution"])),
         "margin_gap": _margin_gap(attr, files["heldout"]),
         "attribution": "every LayerNorm's scale frozen at its clean value; direct path to the mean-pooled read (measure/models/bert.py)",

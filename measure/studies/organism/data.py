@@ -67,6 +67,7 @@ def features(prompt: str, response: str) -> dict[str, float]:
 
 
 def planted_reward(prompt: str, response: str) -> float:
+    """A response's reward under the planted rules: the weighted sum of its features."""
     f = features(prompt, response)
     return sum(WEIGHTS[d] * f[d] for d in DIMENSIONS)
 
@@ -189,6 +190,7 @@ def study_pairs(seed: int, seeds_per_dimension: int, mutations: int) -> list[dic
 
 
 def twin_set(tag: str, seed: int, per_dimension: int) -> list[dict]:
+    """`per_dimension` twins of every dimension, seeded by (tag, seed, dimension), ids `tag-dimension-NNN`."""
     rows = []
     for dimension in DIMENSIONS:
         rng = random.Random(f"{tag}/{seed}/{dimension}")

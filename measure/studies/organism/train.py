@@ -23,6 +23,7 @@ from safe_io import write_atomic
 from measure import numerics
 from measure.errors import MeasureError
 from measure.studies.organism import data as od
+from measure.runner.config import ORGANISM_DIR
 from measure.runner.jsonio import json_text, jsonl_text, read_json
 from measure.models.wordtok import SPECIALS, save_word_tokenizer, word_tokenizer
 
@@ -51,6 +52,7 @@ def _triples(rows):
 
 
 def make_data(s: dict) -> dict[str, list[dict]]:
+    """The organism's data: study pairs, held-out twins, key twins, and training pairs disjoint from all three."""
     seed = s["seed"]
     pairs = od.study_pairs(seed, s["study_seeds_per_dimension"], s["study_mutations_per_seed"])
     heldout = od.twin_set("heldout", seed, s["heldout_per_dimension"])
@@ -79,6 +81,21 @@ def _rewards(model, ids, idx):
     return (model.score(hidden[torch.arange(ids.shape[0]), idx]))[:, 0]
 
 
+def model_folder() -> Path:
+    """The committed organism's folder (`--model organism`)."""
+    return ORGANISM_DIR
+
+
+def train_command(out: Path | None, seed: int, epochs: int | None) -> int:
+    """`python -m measure train --model organism`: train, print the held-out accuracy; exit status."""
+    settings = {"seed": seed, **({"epochs": epochs} if epochs else {})}
+    report = train(out or ORGANISM_DIR, settings)
+    acc = report["heldout_accuracy"]
+    print("held-out accuracy: " + ", ".join(f"{d} {v:.3f}" for d, v in acc.items())
+          + f"; mean {report['heldout_accuracy_mean']:.3f}")
+    return 0
+
+
 def train(out_dir: Path, settings: dict | None = None, progress: bool = True) -> dict:
     """Train the organism into `out_dir`: weights, tokenizer, data files, key, training report."""
     s = dict(SETTINGS, **(settings or {}))
@@ -100,7 +117,7 @@ def train(out_dir: Path, settings: dict | None = None, progress: bool = True) ->
         write_atomic(out_dir / f"{name}.jsonl", jsonl_text(rows))
     accuracy = heldout_accuracy(model, tok, data["heldout"])
     from measure.models.adapter import load
-    key = answer_key(load(str(out_dir), out_dir), data["key_twins"], s["key_threshold_fraction"])
+    key = answer_key(load(str(out_dir)), data["key_twins"], s["key_threshold_fraction"])
     write_atomic(out_dir / contract.KEY, json_text(key))
     report = {"settings": s, "planted_weights": od.WEIGHTS, "epoch_loss": losses,
               "heldout_accuracy": accuracy,
@@ -247,6 +264,7 @@ def twin_deltas(adapter, twins: list[dict]) -> dict[str, dict[str, float]]:
 
 
 def in_universe(component: str) -> bool:
+    """Whether a component is in the key's universe (MLPs and heads: every non-embedding write once)."""
     return component.startswith("mlp_") or component.startswith("head_")
 
 

@@ -24,7 +24,8 @@ from measure.runner.config import REPO, StudyConfig
 from measure.runner.jsonio import json_text, jsonl_text, read_jsonl
 from measure.runner.readme import bundle_readme
 from measure.runner.rows import attribution_gap
-from measure.runner.study import FILES, run_study, versions
+from measure.runner.run import run_study
+from measure.runner.study import FILES, versions
 from measure.runner.summary import golden
 from measure.studies.planted import circuits, verify
 from measure.studies.planted.design import FAMILIES

@@ -223,7 +223,7 @@ def verify_all(organisms, root=None) -> dict:
     per = {}
     for family, seed in organisms:
         folder = ensure_built(family, seed, root or PLANTED_DIR)
-        adapter = load(str(folder), folder)
+        adapter = load(str(folder))
         key = json.loads((folder / ANSWER_KEY).read_text(encoding="utf-8"))
         per[key["organism"]] = verify(adapter, read_jsonl(folder / "verify_twins.jsonl"), key, design(family, seed))
     checks = [(org, rule, name, c) for org, rules in per.items() for rule, r in rules.items()

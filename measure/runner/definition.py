@@ -1,0 +1,73 @@
+"""What a study adds to the common runner, and the default every study starts from.
+
+The runner (plan, shards, resume, Ray, the bundle's swap) is the same for every study; a study
+differs only in the hooks of its `Definition`: which pairs file it reads by default and how
+`--max-pairs` picks pairs, the reads it measures each pair along (`measure/runner/reads.py`), what
+it adds to the identity, the files it writes beside the rows, and its summary (`golden.json`,
+`README.md`). The default reads along the model's own score row and writes the common summary
+(`measure/runner/summary.py`): the organism and the planted organisms use it as it is.
+
+A study with its own definition names it in `measure.studies.DEFINITIONS` (study name ->
+`module:attribute`), so the runner finds it by the study's name, never by the model's.
+"""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Callable
+
+from bundle_kit import contract
+
+from measure.runner.config import ORGANISM_DIR
+from measure.runner.pairs import restrict
+from measure.runner.reads import Read
+
+
+class Definition:
+    """The default study: every pair along the score row, the common summary."""
+
+    pairs_file: Path = ORGANISM_DIR / contract.PAIRS  # read when neither --pairs nor the model folder names one
+
+    def select(self, pairs: list[dict], config) -> list[dict]:
+        """The pairs to measure: `--dimensions`, then at most `--max-pairs` per dimension."""
+        return restrict(pairs, config.dimensions, config.max_pairs, config.pairs_file or "pairs")
+
+    def reads(self, adapter, pairs: list[dict], config) -> list[Read]:
+        """The reads of every pair: here one, along the score row (`--objective`)."""
+        return [Read(patch_heads=config.patch_heads)]
+
+    def identity(self, adapter, pairs: list[dict]) -> dict:
+        """What this study adds to the identity (golden.json's and the manifest's)."""
+        return {}
+
+    def extra_files(self, plan) -> dict[str, str]:
+        """Files written beside the rows ({name: text}), before the summary."""
+        return {}
+
+    def finish(self, plan, staging: Path, written: dict[str, list[dict]], put: Callable[[str, str], None]) -> dict:
+        """Write golden.json and README.md with `put(name, text)` from the rows as written;
+        return golden.json's content."""
+        from measure.runner.jsonio import json_text
+        from measure.runner.readme import bundle_readme
+        from measure.runner.rows import attribution_gap
+        from measure.runner.summary import golden
+
+        extra = {"attribution_sum_gap": attribution_gap(written["attribution"])}
+        if plan.heldout is not None:
+            extra["organism_heldout_accuracy"] = plan.heldout
+        summary = golden(plan.config.study, plan.adapter.model_id, plan.identity, written, plan.key,
+                         contract.TOLERANCE, extra)
+        put(contract.GOLDEN, json_text(summary))
+        put(contract.README, bundle_readme(plan.config.study, summary, plan.key is not None))
+        return summary
+
+
+def definition_for(study: str) -> Definition:
+    """The definition a study names in `measure.studies.DEFINITIONS`, else the default."""
+    from measure.studies import DEFINITIONS
+
+    where = DEFINITIONS.get(study)
+    if where is None:
+        return Definition()
+    module, _, attribute = where.partition(":")
+    return getattr(importlib.import_module(module), attribute)
