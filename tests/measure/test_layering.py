@@ -56,3 +56,19 @@ def test_pyproject_names_every_package_of_measure():
     listed = set(find_namespace_packages(str(REPO), include=find["include"], exclude=find["exclude"]))
     packages = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "measure").rglob("__init__.py")}
     assert packages - listed == set()
+
+
+def test_docs_architecture_names_every_folder_and_module_of_measure():
+    """The picture of measure/ in docs/ARCHITECTURE.md matches the folders: each subfolder and each
+    module of models/, instruments/ and runner/ is named there by its path."""
+    text = (REPO / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    named = set()
+    for folder in sorted((REPO / "measure").iterdir()):
+        if folder.is_dir() and folder.name != "__pycache__":
+            named.add(f"`measure/{folder.name}/`")
+            for sub in sorted(folder.iterdir()):
+                if sub.is_dir() and sub.name != "__pycache__":
+                    named.add(f"`measure/{folder.name}/{sub.name}/`")
+                elif sub.suffix == ".py" and sub.name != "__init__.py":
+                    named.add(f"`measure/{folder.name}/{sub.name}`")
+    assert sorted(n for n in named if n not in text) == []

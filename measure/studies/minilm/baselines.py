@@ -35,14 +35,20 @@ def _signed_rule(value, train: list[dict], test: list[dict]) -> list[float]:
 
 
 def length(train: list[dict], test: list[dict]) -> list[float]:
+    """Held-out margins of the length rule: the chosen-minus-rejected difference in characters,
+    signed the way that scores better on `train` (the rule is its sign)."""
     return _signed_rule(lambda p, r: float(len(r)), train, test)
 
 
 def overlap(train: list[dict], test: list[dict]) -> list[float]:
+    """Held-out margins of the prompt-overlap rule: the same signed difference, of the share of
+    the prompt's content words each response uses."""
     return _signed_rule(lambda p, r: prompt_overlap(r, p["prompt"]), train, test)
 
 
 def bag_of_words(train: list[dict], test: list[dict], l2: float) -> list[float]:
+    """Held-out margins of a Bradley-Terry fit (L2 `l2`) on the difference of the two responses'
+    binary word-presence vectors over `train`'s response vocabulary."""
     vocab = sorted({w for p in train for side in ("chosen", "rejected") for w in words(p[side])})
     index = {w: i for i, w in enumerate(vocab)}
 

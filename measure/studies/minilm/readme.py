@@ -3,6 +3,7 @@ from __future__ import annotations
 
 
 def bundle_readme(golden: dict) -> str:
+    """The bundle's README.md text: every file and every field, with the run's counts from `golden`."""
     c = golden["counts"]
     return f"""# The MiniLM study's bundle (`{golden['study']}`)
 

@@ -50,6 +50,7 @@ class Mechanism:
     functions: dict = field(compare=False)
 
     def member(self, name: str) -> Member:
+        """The member of this mechanism named `name`."""
         return next(m for m in self.members if m.name == name)
 
 
