@@ -139,3 +139,20 @@ def test_learned_test_needs_untied_wins_against_the_best_baseline_after_holm():
     assert per["verbosity"]["best_baseline"] == "chance" and per["verbosity"]["wins"] == 10 == per["verbosity"]["losses"]
     assert out["learned"]["count"] == 1 and out["learned"]["dimensions"] == ["helpfulness"]
     assert per["helpfulness"]["best_baseline"] == "length" and out["baselines"]["per_dimension"]["helpfulness"]["length"] == 0.6
+
+
+def test_the_code_runs_the_test_that_was_registered():
+    """The constants of the learned-dimension test, the fit and the random control are the ones
+    the frozen records name (registrations/minilm-learned.yaml, minilm-transfer.yaml)."""
+    import yaml
+
+    from measure.studies.minilm import heads, study
+    from measure.studies.minilm.heads import REPO
+    learned = yaml.safe_load((REPO / "registrations" / "minilm-learned.yaml").read_text(encoding="utf-8"))
+    transfer = yaml.safe_load((REPO / "registrations" / "minilm-transfer.yaml").read_text(encoding="utf-8"))
+    assert f"family-wise\n  alpha {heldout.ALPHA}".replace("\n  ", " ") in " ".join(learned["claim"].split())
+    assert f"L2 penalty of {heads.L2} on the mean loss" in learned["claim"]
+    assert f"five folds by their position in the file (fold = position mod {md.FOLDS})" in learned["claim"]
+    assert md.MIN_SEEDS * len(md.DIMENSIONS) == learned["kill"]["bound"]
+    assert f"torch.Generator seeded {study.RANDOM_SEED}" in " ".join(transfer["claim"].split())
+    assert set(baselines.NAMES) == {"length", "overlap", "bag_of_words"}
