@@ -109,7 +109,9 @@ FRONT_MATTER = Schema({
 SITE = Schema({
     "title": Field("the site's name (config.py refuses a missing one)", kind="any"),
     "base_url": Field("the absolute URL the site is served from (for the sitemap); empty for none", kind="any"),
-    "nav": Field("page paths relative to content/, in navigation order", kind="any"),
+    "nav": Field("page paths relative to content/, in navigation order, or groups of them (a title mapped to a "
+                 "list); a group may name a page the build makes by its URL (registrations/)", kind="any"),
+    "authors": Field("the names a study's citation gives as its authors", kind="any"),
     "description": Field("the site's description", kind="any"),
 }, unknown="unknown key", kind_name="key", missing="content/site.yaml")
 

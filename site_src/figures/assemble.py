@@ -5,14 +5,15 @@ import csv
 import hashlib
 import io
 import json
+import re
 import secrets
 from html import escape
 
 from . import render
 from .data import size_option
 from .themed import spec_patch, themed_svg
-from .theme import PALETTES, THEMES, vega_config
-from .types import Drawing, FigureContext, FigureParts, RenderedFigure, Table
+from .theme import MIN_TEXT, PALETTES, PHONE_COLUMN, THEMES, vega_config
+from .types import Drawing, FigureContext, FigureError, FigureParts, RenderedFigure, Table
 
 TABLE_ROWS = 100  # the <details> table shows at most this many rows; the CSV has them all (page weight)
 
@@ -31,26 +32,33 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
            f' data-figure-marks="{parts.marks}">']
     drawing = None
     if parts.chart is not None:
-        vls = []
+        vls = []   # (light, dark) of each panel, in order
         for theme in THEMES:
-            chart = parts.chart(PALETTES[theme])
-            # Altair checks a spec against the Vega-Lite schema, a tenth of a cold build; the
-            # dark spec is the light one with other colours, so checking the light one suffices
-            vl = chart.to_dict(validate=theme == THEMES[0])
-            vl["datasets"] = {**vl.get("datasets", {}), **parts.datasets}
-            vl["config"] = _merge(vega_config(PALETTES[theme]), vl.get("config", {}))
-            vl["description"] = parts.alt
-            vls.append(vl)
+            charts = parts.chart(PALETTES[theme])
+            for chart in charts if isinstance(charts, list) else [charts]:
+                # Altair checks a spec against the Vega-Lite schema, a tenth of a cold build; the
+                # dark spec is the light one with other colours, so checking the light one suffices
+                vl = chart.to_dict(validate=theme == THEMES[0])
+                vl["datasets"] = {**vl.get("datasets", {}), **parts.datasets}
+                vl["config"] = _merge(vega_config(PALETTES[theme]), vl.get("config", {}))
+                vl["description"] = parts.alt
+                vls.append(vl)
+        panels = len(vls) // len(THEMES)
         job = render.start_draws(vls, ctx.cache_dir)   # handed to the worker processes now
         out.append(_controls(dom_id, parts))
-        drawing = Drawing(f"<!--figure-drawing:{_NONCE}:{figure_id}-->",
-                          render.later(lambda: _drawn(render.finish_draws(job), dom_id, figure_id, parts.alt, prefix)))
+        if panels == 1:
+            finish = lambda: _drawn(render.finish_draws(job), dom_id, figure_id, parts, prefix)
+        else:
+            finish = lambda: _drawn_panels(render.finish_draws(job), panels, dom_id, figure_id, parts)
+        drawing = Drawing(f"<!--figure-drawing:{_NONCE}:{figure_id}-->", render.later(finish))
         out.append(drawing.token)
     if parts.html:
         out.append(parts.html)
-    out.append(_table_html(dom_id, parts.table, size_option({"id": figure_id, "options": opts}, "table_rows", TABLE_ROWS, 1, 100_000)))
-    out.append(f'<p class="fig-download"><a href="{escape(prefix + csv_name)}" download>'
-               f"Download the data (CSV, {len(parts.table.rows)} rows)</a></p>")
+    # the text alternative: the data table and its CSV, collapsed under one line
+    download = (f'<p class="fig-download"><a href="{escape(prefix + csv_name)}" download>'
+                f"Download the data (CSV, {len(parts.table.rows)} rows)</a></p>")
+    out.append(_table_html(dom_id, parts.table, size_option({"id": figure_id, "options": opts}, "table_rows", TABLE_ROWS, 1, 100_000),
+                           download))
     out.append("</div>")
     figure = RenderedFigure(body_html="\n".join(out), files=files, marks=parts.marks, sources=list(parts.sources),
                             drawing=drawing)
@@ -61,20 +69,67 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
 _NONCE = secrets.token_hex(8)
 
 
-def _drawn(drawn: list, dom_id: str, figure_id: str, alt: str, prefix: str) -> tuple[str, dict]:
+_SVG_WIDTH = re.compile(r'<svg[^>]*?\swidth="([\d.]+)"')
+_FONT_SIZE = re.compile(r'font-size="([\d.]+)px"')
+
+
+def check_text_size(svg: str, figure_id: str, scroll: bool) -> None:
+    """Refuse a drawing whose text would show under theme.MIN_TEXT px: one that shrinks to the
+    phone's column (PHONE_COLUMN) scales its text by column / width; one that scrolls does not."""
+    match = _SVG_WIDTH.search(svg)
+    sizes = [float(x) for x in _FONT_SIZE.findall(svg)]
+    if not match or not sizes:
+        return
+    width, smallest = float(match.group(1)), min(sizes)
+    shown = smallest if scroll else smallest * min(1.0, PHONE_COLUMN / width)
+    if shown < MIN_TEXT - 0.05:
+        how = "its own size" if scroll else f"{PHONE_COLUMN} px, the column of a 390 px phone"
+        raise FigureError(figure_id, f"drawn {width:g} px wide with {smallest:g} px text, which shows at {shown:.1f} px"
+                                     f" at {how}; charts need {MIN_TEXT} px or more: make it narrower (at most"
+                                     f" theme.MAX_WIDTH), or split it into panels (docs/figures.md)")
+
+
+def _themed(svgs: dict, scope: str, svg_id: str) -> list[str]:
+    """One SVG whose colours follow the theme (site_src/figures/themed.py); both if that fails."""
+    one = themed_svg(svgs["light"], svgs["dark"], scope)
+    if one is not None:
+        return [render.inline_svg(one, svg_id, "fig-svg fig-svg-themed")]
+    return [render.inline_svg(svgs[theme], f"{svg_id}-{theme}", f"fig-svg fig-svg-{theme}") for theme in THEMES]
+
+
+def _static_open(dom_id: str, parts: FigureParts, extra: str = "") -> str:
+    """The static drawing's box: an image; one that scrolls is also a named, focusable region."""
+    label = escape(parts.alt)
+    if parts.scroll:
+        return (f'<div class="fig-static fig-scroll{extra}" role="region" tabindex="0" aria-label="{label}">'
+                f'<div role="img" aria-label="{label}">')
+    return f'<div class="fig-static{extra}" role="img" aria-label="{label}">'
+
+
+def _drawn_panels(drawn: list, panels: int, dom_id: str, figure_id: str, parts: FigureParts) -> tuple[str, dict]:
+    """A multi-panel figure: each panel's drawing in a box of its own, which the page wraps to the
+    column. Static only (no live view); its data table and CSV are the figure's whole data."""
+    out = [_static_open(dom_id, parts, " fig-panels")]
+    for i in range(panels):
+        svgs = {theme: drawn[t * panels + i][1] for t, theme in enumerate(THEMES)}
+        check_text_size(svgs["light"], figure_id, parts.scroll)
+        scope = f"{dom_id}-p{i + 1}"
+        out.append(f'<div class="fig-panel" id="{scope}">')
+        out.extend(_themed(svgs, scope, f"{scope}-svg"))
+        out.append("</div>")
+    out.append("</div></div>" if parts.scroll else "</div>")
+    return "\n".join(out), {}
+
+
+def _drawn(drawn: list, dom_id: str, figure_id: str, parts: FigureParts, prefix: str) -> tuple[str, dict]:
     """The static drawing and the live view's hook, from the two drawings (light, dark)."""
     drawn = dict(zip(THEMES, drawn))
     specs = {theme: vg for theme, (vg, _) in drawn.items()}
     svgs = {theme: svg for theme, (_, svg) in drawn.items()}
-    out = [f'<div class="fig-static" role="img" aria-label="{escape(alt)}">']
-    # one SVG whose colours follow the theme (site_src/figures/themed.py); both if that fails
-    one = themed_svg(svgs["light"], svgs["dark"], f"{dom_id}-body")
-    if one is not None:
-        out.append(render.inline_svg(one, f"{dom_id}-svg", "fig-svg fig-svg-themed"))
-    else:
-        for theme in THEMES:
-            out.append(render.inline_svg(svgs[theme], f"{dom_id}-{theme}", f"fig-svg fig-svg-{theme}"))
-    out.append("</div>")
+    check_text_size(svgs["light"], figure_id, parts.scroll)
+    out = [_static_open(dom_id, parts)]
+    out.extend(_themed(svgs, f"{dom_id}-body", f"{dom_id}-svg"))
+    out.append("</div></div>" if parts.scroll else "</div>")
     # the live view's spec is a file of its own, fetched when a reader first interacts
     spec_bytes = _payload(specs).encode("utf-8")
     spec_name = f"figures/{figure_id}-{hashlib.sha256(spec_bytes).hexdigest()[:10]}.json"
@@ -146,11 +201,27 @@ def table_csv(table: Table) -> bytes:
     return buffer.getvalue().encode("utf-8")
 
 
-def _table_html(dom_id: str, table: Table, limit: int) -> str:
+def _numeric(value) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    try:
+        float(str(value).replace("\u2212", "-"))
+        return True
+    except ValueError:
+        return False
+
+
+def _table_html(dom_id: str, table: Table, limit: int, download: str) -> str:
     shown = table.rows[:limit]
     note = "" if len(shown) == len(table.rows) else f", first {len(shown)} shown"
-    head = "".join(f'<th scope="col">{escape(c)}</th>' for c in table.columns)
-    body = "".join("<tr>" + "".join(f"<td>{escape(_cell(v))}</td>" for v in row) + "</tr>" for row in shown)
-    return (f'<details class="fig-data"><summary>Data table ({len(table.rows)} rows{note})</summary>'
+    # a column of numbers is right-aligned, in tabular figures (site.css's one table layout)
+    numeric = [bool(shown) and all(_numeric(row[i]) for row in shown) for i in range(len(table.columns))]
+    cls = [' class="num"' if n else "" for n in numeric]
+    head = "".join(f'<th scope="col"{cls[i]}>{escape(c)}</th>' for i, c in enumerate(table.columns))
+    body = "".join("<tr>" + "".join(f"<td{cls[i]}>{escape(_cell(v))}</td>" for i, v in enumerate(row)) + "</tr>"
+                   for row in shown)
+    return (f'<details class="fig-data" data-pagefind-ignore><summary>Data table ({len(table.rows)} rows{note}) and CSV</summary>'
             f'<div class="fig-table-wrap" role="region" aria-label="Data of this figure" tabindex="0">'
-            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div></details>")
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{download}</details>")

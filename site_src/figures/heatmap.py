@@ -8,6 +8,7 @@ from __future__ import annotations
 import altair as alt
 
 from .data import format_option, options, size_option, spec_data, spec_id
+from .theme import FONT_SIZE, MAX_WIDTH
 from .types import FigureError, FigureParts, Table
 
 
@@ -39,19 +40,23 @@ def build(spec: dict, ctx) -> FigureParts:
     fmt = format_option(spec, "format", ".2f")
     title = opts.get("value_title", "value")
     size = size_option(spec, "cell", 44, 8, 200)
+    # a matrix wider than a phone's column keeps its labels readable by scrolling, not shrinking
+    wide = size * len(cols_l) + 140 > MAX_WIDTH
 
     def chart(p: dict):
         base = alt.Chart(alt.NamedData(name="cells")).encode(
             x=alt.X("column:N", sort=cols_l, title=None, axis=alt.Axis(labelAngle=-40)),
             y=alt.Y("row:N", sort=rows_l, title=None))
-        rect = base.mark_rect().encode(
+        # each cell has a thin outline in the text colour (a pale cell still stands 3:1 against the
+        # background) and is labelled with its value: the number, not the shade, carries it
+        rect = base.mark_rect(stroke=p["text"], strokeWidth=0.5).encode(
             color=alt.Color("value:Q", title=title, scale=alt.Scale(scheme=p["heat_scheme"], domain=domain)),
             tooltip=[alt.Tooltip("row:N"), alt.Tooltip("column:N"), alt.Tooltip("value:Q", format=fmt)],
         ).properties(name="datamark_cells")
         # Dark text on the light middle of the scale, light text on its saturated ends.
         span = (domain[1] - domain[0]) / 2
         middle = (domain[1] + domain[0]) / 2
-        text = base.mark_text(fontSize=11).encode(
+        text = base.mark_text(fontSize=12 if wide else FONT_SIZE).encode(
             text=alt.Text("value:Q", format=fmt),
             color=alt.condition(f"abs(datum.value - {middle}) > {0.55 * span}", alt.value("#ffffff"), alt.value("#111111")))
         return alt.layer(rect, text).properties(width=size * len(cols_l), height=size * len(rows_l))
@@ -60,4 +65,4 @@ def build(spec: dict, ctx) -> FigureParts:
     alt_text = (f"Heatmap of {len(rows_l)} by {len(cols_l)} {title}s ({', '.join(rows_l[:6])}"
                 f"{', ...' if len(rows_l) > 6 else ''}); each cell is labelled with its value.")
     return FigureParts(chart=chart, table=table, marks=len(cells), alt=alt_text, sources=[resolved],
-                       datasets={"cells": cells})
+                       datasets={"cells": cells}, scroll=wide)

@@ -1,8 +1,11 @@
 """Kind `lens_curve`: the reward lens, the running margin layer by layer, with crystallization.
 
 Per dimension, the mean running margin over pairs at each depth; crystallization depth (first
-layer where m_l >= m_L / 2, rankstats.crystallization_depth) is taken on that mean curve and
-marked with a point on each curve, and with a rule when one dimension is shown.
+layer where m_l >= m_L / 2, rankstats.crystallization_depth) is taken on that mean curve. One
+dimension is drawn at a time in the accent colour, labelled with its name and its
+crystallization depth (a diamond and a dashed rule); the others stay as thin grey context lines,
+so twelve dimensions never need twelve colours. A *Dimension* select (live view) picks the one
+drawn; `options.dimension` the static view's (default: the first).
 """
 from __future__ import annotations
 
@@ -10,8 +13,8 @@ import altair as alt
 
 from bundle_kit import rankstats
 
-from .data import computed, file_receipt, options, read_rows, spec_data, spec_id
-from .types import FigureError, FigureParts, Table
+from .data import computed, file_receipt, options, pick_dimension, read_rows, spec_data, spec_id
+from .types import Control, FigureError, FigureParts, Table
 
 FIELDS = ("dimension", "pair_id", "layer", "running_margin")
 
@@ -22,13 +25,12 @@ def build(spec: dict, ctx) -> FigureParts:
     opts = options(spec)
     lens = spec_data(spec, "lens")
     path, rows = read_rows(ctx, lens, FIELDS)
-    only = opts.get("dimension")
     buckets: dict[str, dict[int, list[float]]] = {}
     for row in rows:
-        if only is None or row["dimension"] == only:
-            buckets.setdefault(row["dimension"], {}).setdefault(int(row["layer"]), []).append(row["running_margin"])
+        buckets.setdefault(row["dimension"], {}).setdefault(int(row["layer"]), []).append(row["running_margin"])
     if not buckets:
-        raise FigureError(spec_id(spec), f"{lens} has no lens rows" + (f" for dimension {only!r}" if only else ""))
+        raise FigureError(spec_id(spec), f"{lens} has no lens rows")
+    shown = pick_dimension(spec, sorted(buckets), opts.get("dimension"))
     base = file_receipt(ctx, lens)
     curve, marks, sources = [], [], []
     for dim in sorted(buckets):
@@ -47,26 +49,34 @@ def build(spec: dict, ctx) -> FigureParts:
     single = len(buckets) == 1
 
     def chart(p: dict):
-        color = (alt.value(p["accent"]) if single else alt.Color("dimension:N", title="dimension"))
+        dim = alt.param(name="dimension", value=shown)
         x = alt.X("depth:Q", title="depth (fraction of layers)", scale=alt.Scale(domain=[0, 1]))
         y = alt.Y("running_margin:Q", title="mean running margin")
-        line = alt.Chart(alt.NamedData(name="curve")).mark_line(strokeWidth=2).encode(
-            x=x, y=y, color=color, detail="dimension:N",
+        data = alt.Chart(alt.NamedData(name="curve"))
+        chosen = "datum.dimension == dimension"
+        others = data.transform_filter(f"!({chosen})").mark_line(strokeWidth=1, color=p["muted"], opacity=1).encode(
+            x=x, y=y, detail="dimension:N",
+            tooltip=[alt.Tooltip("dimension:N"), alt.Tooltip("depth:Q", format=".3f"),
+                     alt.Tooltip("running_margin:Q", title="running margin", format="+.4f")],
+        ).properties(name="datamark_context")
+        line = data.transform_filter(chosen).mark_line(strokeWidth=3, color=p["accent"]).encode(
+            x=x, y=y,
             tooltip=[alt.Tooltip("dimension:N"), alt.Tooltip("depth:Q", format=".3f"),
                      alt.Tooltip("running_margin:Q", title="running margin", format="+.4f")],
         ).properties(name="datamark_lines")
-        point = alt.Chart(alt.Data(values=marks)).mark_point(shape="diamond", size=110, filled=True).encode(
-            x=x, y=y, color=alt.value(p["text"]) if single else color,
-            tooltip=[alt.Tooltip("dimension:N"), alt.Tooltip("depth:Q", title="crystallization depth", format=".3f")],
+        crystal = alt.Chart(alt.Data(values=marks)).transform_filter(chosen)
+        point = crystal.mark_point(shape="diamond", size=130, filled=True, color=p["text"]).encode(
+            x=x, y=y, tooltip=[alt.Tooltip("dimension:N"), alt.Tooltip("depth:Q", title="crystallization depth", format=".3f")],
         ).properties(name="datamark_crystal")
+        rule = crystal.mark_rule(color=p["muted"], strokeDash=[4, 3]).encode(x="depth:Q")
+        label = crystal.mark_text(align="left", dx=6, dy=-10, color=p["text"]).encode(
+            x="depth:Q", y=y, text=alt.Text("depth:Q", format=".2f"))
         zero = alt.Chart().mark_rule(color=p["muted"], strokeWidth=1).encode(y=alt.datum(0))
-        layers = [zero, line, point]
-        if single:
-            rule = alt.Chart(alt.Data(values=marks)).mark_rule(color=p["muted"], strokeDash=[4, 3]).encode(x="depth:Q")
-            label = alt.Chart(alt.Data(values=marks)).mark_text(align="left", dx=4, dy=-6, color=p["text"]).encode(
-                x="depth:Q", y=alt.value(0), text=alt.Text("depth:Q", format=".2f"))
-            layers += [rule, label]
-        return alt.layer(*layers).properties(width=420, height=260)
+        layers = [zero, others, line, rule, point, label]
+        return alt.layer(*layers).add_params(dim).properties(
+            width=330, height=240,
+            title=alt.TitleParams(text=alt.ExprRef("'Dimension: ' + dimension"),
+                                  **({} if single else {"subtitle": "the other dimensions in grey"})))
 
     table = Table(["dimension", "depth", "mean running margin", "crystallization depth"],
                   [[c["dimension"], f'{c["depth"]:.4f}', f'{c["running_margin"]:+.6f}',
@@ -74,5 +84,6 @@ def build(spec: dict, ctx) -> FigureParts:
     summary = "; ".join(f"{m['dimension']} crystallizes at {m['depth']:.2f}" for m in marks[:6])
     alt_text = (f"Line chart of the mean running margin against depth for {len(marks)} dimension(s), "
                 f"with the crystallization depth marked: {summary}{'; ...' if len(marks) > 6 else ''}.")
+    controls = [Control("dimension", "Dimension drawn", [(d, d) for d in sorted(buckets)], shown)] if not single else []
     return FigureParts(chart=chart, table=table, marks=len(marks), alt=alt_text, sources=sources,
-                       datasets={"curve": curve})
+                       controls=controls, datasets={"curve": curve})

@@ -33,7 +33,8 @@ def build(spec: dict, ctx) -> FigureParts:
              for d in dims]
 
     def chart(p: dict):
-        y = alt.Y("dimension:N", sort=dims, title=None)
+        # the label column reserved whole (vl-convert's font is narrower than many browsers')
+        y = alt.Y("dimension:N", sort=dims, title=None, axis=alt.Axis(labelLimit=150, minExtent=150))
         ticks = alt.Chart(alt.NamedData(name="margins")).mark_tick(color=p["accent"], thickness=2, opacity=0.75).encode(
             x=alt.X("margin:Q", title=f"{field.replace('_', ' ')} r(chosen) − r(rejected)"), y=y,
             tooltip=[alt.Tooltip("dimension:N"), alt.Tooltip("pair_id:N", title="pair"),
@@ -43,7 +44,7 @@ def build(spec: dict, ctx) -> FigureParts:
                                                              color=p["accent2"]).encode(
             x="margin:Q", y=y, tooltip=[alt.Tooltip("dimension:N"), alt.Tooltip("margin:Q", title="mean", format="+.4f")])
         zero = alt.Chart().mark_rule(color=p["text"], strokeWidth=1).encode(x=alt.datum(0))
-        return alt.layer(zero, ticks, mean).properties(width=420, height=max(60, 26 * len(dims)))
+        return alt.layer(zero, ticks, mean).properties(width=260, height=max(60, 26 * len(dims)))
 
     table = Table(["dimension", "pair", field], [[v["dimension"], v["pair_id"], f'{v["margin"]:+.6f}'] for v in values])
     negative = sum(1 for v in values if v["margin"] < 0)

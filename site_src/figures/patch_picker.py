@@ -8,6 +8,8 @@ its own colour, and the table says so for every row.
 """
 from __future__ import annotations
 
+import json
+
 import altair as alt
 
 from bundle_kit import rankstats
@@ -44,8 +46,8 @@ def build(spec: dict, ctx) -> FigureParts:
     def chart(p: dict):
         picked = alt.param(name="component", value=default)
         base = alt.Chart(alt.NamedData(name="pairs")).transform_filter("datum.component == component")
-        x = alt.X("pair_id:N", sort=pairs, title="preference pair (sorted by clean margin)",
-                  axis=alt.Axis(labels=len(pairs) <= 24, ticks=len(pairs) <= 24, labelAngle=-45))
+        x = alt.X("pair_id:N", sort=pairs, title="pairs, by clean margin",
+                  axis=alt.Axis(labels=len(pairs) <= 12, ticks=len(pairs) <= 24, labelAngle=-45))
         y_scale = alt.Scale(domain=[low - pad, high + pad], nice=False, zero=False)
         link = base.mark_rule(color=p["muted"], strokeWidth=1.5).encode(
             x=x, y=alt.Y("clean_margin:Q", scale=y_scale, title="margin r(chosen) − r(rejected)"),
@@ -58,13 +60,16 @@ def build(spec: dict, ctx) -> FigureParts:
                    alt.Tooltip("offdist:N", title="off-distribution")]
         points = folded.mark_point(size=55, filled=True, opacity=1).encode(
             x=x, y=alt.Y("margin:Q", scale=y_scale),
-            color=alt.Color("state:N", title="margin", scale=alt.Scale(domain=STATES, range=[p["reference"], p["accent2"], p["kinds"][3]])),
+            color=alt.Color("state:N", title="margin", scale=alt.Scale(domain=STATES, range=[p["reference"], p["accent2"], p["kinds"][3]]),
+                            legend=alt.Legend(orient="bottom", direction="vertical")),
             shape=alt.Shape("state:N", scale=alt.Scale(domain=STATES, range=["circle", "diamond", "cross"])),
             tooltip=tooltip,
         ).properties(name="datamark_points")
         zero = alt.Chart().mark_rule(color=p["text"], strokeWidth=1).encode(y=alt.datum(0))
+        # the picker names what it shows: the component, the dimension and the mode
+        shown = json.dumps(f" patched ({mode}), dimension {dimension}")
         return alt.layer(link, points, zero).add_params(picked).properties(
-            width=max(300, min(640, 18 * len(pairs))), height=280)
+            width=320, height=260, title=alt.TitleParams(text=alt.ExprRef(f"component + {shown}")))
 
     options_list = [(c, f"{c} (patch rank {fmt_rank(r.patch_rank[c])})") for c in r.components]
     table = Table(["component", "pair", "clean margin", "patched margin", "moves %", "off-distribution"],
@@ -77,5 +82,6 @@ def build(spec: dict, ctx) -> FigureParts:
                 f"pairs the clean margin and the margin with {default} patched, joined by a line. {flags}"
                 f"Another component can be chosen in the interactive view; the data table lists all {len(r.components)}.")
     return FigureParts(chart=chart, table=table, marks=2 * len(pairs), alt=alt_text,
-                       controls=[Control("component", "Component to patch", options_list, default)],
+                       controls=[Control("component", f"Component to patch ({dimension}, {mode} patching)",
+                                         options_list, default)],
                        datasets={"pairs": rows})

@@ -5,6 +5,8 @@ kind; a dimension selector drives the signal `dimension` of the interactive view
 """
 from __future__ import annotations
 
+import json
+
 import altair as alt
 
 from .data import fmt_rank, ranked_spec
@@ -34,18 +36,22 @@ def build(spec: dict, ctx) -> FigureParts:
         diagonal = alt.Chart(alt.Data(values=[{"r": 0}, {"r": n_max + 1}])).mark_line(
             color=p["reference"], strokeDash=[4, 4], strokeWidth=1
         ).encode(x=alt.X("r:Q", scale=scale), y=alt.Y("r:Q", scale=scale))
-        dots = base.mark_point(filled=True, size=60, opacity=0.9).encode(
+        # an outline in the text colour keeps every dot at 3:1 or more against the background,
+        # whatever its layer's colour (WCAG 1.4.11); legends go below, so the drawing stays narrow
+        dots = base.mark_point(filled=True, size=70, opacity=1, stroke=p["text"], strokeWidth=0.8).encode(
             x=alt.X("attribution_rank:Q", title="attribution rank (1 = largest)", scale=scale),
             y=alt.Y("patch_rank:Q", title="patch rank (1 = largest)", scale=scale),
-            color=alt.Color("layer:Q", title="layer", scale=alt.Scale(scheme=p["layer_scheme"])),
-            shape=alt.Shape("kind:N", title="kind"),
+            color=alt.Color("layer:Q", title="layer", scale=alt.Scale(scheme=p["layer_scheme"]),
+                            legend=alt.Legend(orient="bottom", gradientLength=120)),
+            shape=alt.Shape("kind:N", title="kind", legend=alt.Legend(orient="bottom")),
             tooltip=[
                 alt.Tooltip("component:N"), alt.Tooltip("attribution_rank:Q", title="attribution rank"),
                 alt.Tooltip("patch_rank:Q", title="patch rank"),
                 alt.Tooltip("moves_pct:Q", title="moves %", format=".4f"),
             ],
         ).properties(name="datamark_dots")
-        return alt.layer(diagonal, dots).add_params(dim).properties(width=360, height=360)
+        return alt.layer(diagonal, dots).add_params(dim).properties(
+            width=290, height=290, title=alt.TitleParams(text=alt.ExprRef("'Dimension: ' + dimension + " + json.dumps(f", {mode} patching"))))
 
     table = Table(
         ["dimension", "component", "kind", "layer", "attribution rank", "patch rank", "moves %"],

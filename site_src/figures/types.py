@@ -80,8 +80,12 @@ class Table:
 class FigureParts:
     """What one kind builds; the shared assembly turns it into HTML, SVG and CSV.
 
-    `chart(palette)` returns an Altair chart for one theme (None for HTML-only kinds). Data marks
-    are layers whose name starts with `datamark_`, so tests can count them in the SVG.
+    `chart(palette)` returns an Altair chart for one theme (None for HTML-only kinds), or a list of
+    charts: the panels of a multi-panel figure, each drawn on its own so that the page wraps them
+    to the column (side by side at 1280 px, stacked on a phone). Data marks are layers whose name
+    starts with `datamark_`, so tests can count them in the SVG. A drawing is at most
+    theme.MAX_WIDTH wide with all its text theme.FONT_SIZE (docs/figures.md); one that cannot be
+    sets `scroll` and is shown at its own size in a box that scrolls sideways on a narrow screen.
     """
 
     chart: Callable[[dict], Any] | None
@@ -94,3 +98,4 @@ class FigureParts:
     # Large inline data goes here, referenced from the chart as alt.NamedData(name): Altair then
     # validates a small spec instead of every row (the rows are added to `datasets` after).
     datasets: dict[str, list] = field(default_factory=dict)
+    scroll: bool = False

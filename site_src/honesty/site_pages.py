@@ -14,6 +14,10 @@ from .registrations import FOLDER
 from .superseded import NAME
 
 INDEX = "registrations/index.html"
+INDEX_URL = "registrations/"
+INDEX_TITLE = "Preregistered predictions"     # its one name: the page's title, and the navigation's
+INDEX_SUMMARY = ("Predictions frozen in git before the data they predict, each with the verdict the build "
+                 "computes from that data.")
 
 
 def record_url(reg_id: str) -> str:
@@ -59,7 +63,6 @@ def registration_pages(honesty, render) -> dict[str, bytes]:
     rows = [{"v": item, "href": record_url(item.registration.id).split("/", 1)[1],
              "study_href": ("../" + study_urls[item.registration.study]) if item.registration.study in study_urls else ""}
             for item in verified]
-    files[INDEX] = render("honesty/registrations.html", "../", title="Preregistered predictions",
-                          summary="Predictions frozen in git before the data they predict, each with the verdict "
-                                  "the build computes from that data.", rows=rows, provenance=[]).encode()
+    files[INDEX] = render("honesty/registrations.html", "../", title=INDEX_TITLE, summary=INDEX_SUMMARY,
+                          rows=rows, provenance=[]).encode()
     return files

@@ -42,8 +42,9 @@ def publish(bundled: Bundled, reuse: Reuse = make_anew) -> BuildResult:
             errors.add(BuildError(f"bundles: {exc}"))
         out.update(check.public_files())
     try:
-        out.update(site.honesty.pages(lambda template, prefix, **ctx: site.jinja.get_template(template).render(
-            **_common(site, None, prefix), description=ctx.get("summary", ""), **ctx)))
+        out.update(site.honesty.pages(lambda template, prefix, **ctx: reader.breakable_code(
+            site.jinja.get_template(template).render(**_common(site, None, prefix), description=ctx.get("summary", ""),
+                                                     **ctx))))
     except jinja2.TemplateError as exc:
         errors.add(BuildError(f"template error in the registration pages: {exc}"))
     used = dict(rendered.used)
@@ -64,6 +65,7 @@ def publish(bundled: Bundled, reuse: Reuse = make_anew) -> BuildResult:
             errors.add(BuildError(f"figures: cannot produce the figure assets: {exc}"))
     if site.config.base_url:
         out["sitemap.xml"] = _sitemap(site)
+    check_nav(site, out, errors)
     _check_outputs(out, errors)
     return BuildResult(errors, out, bundle_pages, note=check.note if check else "")
 
@@ -100,25 +102,95 @@ def _check_outputs(out: dict, errors) -> None:
             errors.add(BuildError(f"output path {rel!r} is both a file and a folder of the site"))
 
 
+def page_name(page) -> str:
+    """A page's one name: in the navigation, the home page's listing, breadcrumbs and search
+    results alike (nav_title, a short label where the title is a whole question, else the title)."""
+    return page.meta.get("nav_title") or page.meta.get("title", page.rel)
+
+
+def _generated_pages() -> dict:
+    """Pages the build makes itself that the navigation may name, by URL: (name, summary)."""
+    from ..honesty.site_pages import INDEX_SUMMARY, INDEX_TITLE, INDEX_URL
+    return {INDEX_URL: (INDEX_TITLE, INDEX_SUMMARY)}
+
+
+def nav_groups(site: Site) -> list[dict]:
+    """The navigation as groups of items, in site.yaml's order; pages it does not list follow in
+    an untitled group. A page whose URL lies under another item's (studies/minilm/detail/ under
+    studies/minilm/) is that item's child. Each item: name, url, summary, trust, children."""
+    if "groups" in site.nav_links:
+        return site.nav_links["groups"]
+    generated = _generated_pages()
+    listed = set()
+    groups = []
+
+    def item(entry: str) -> dict | None:
+        if entry.endswith("/") and not entry.endswith(".md"):
+            if entry not in generated:
+                return None
+            name, summary = generated[entry]
+            return {"name": name, "url": entry, "summary": summary, "trust": None, "children": [], "entry": entry}
+        name = entry if entry.endswith(".md") else f"{entry.rstrip('/')}.md"
+        page = site.pages.get(name)
+        if page is None:
+            return None
+        listed.add(name)
+        return {"name": page_name(page), "url": page.url, "summary": page.meta.get("summary", ""),
+                "trust": page.meta.get("trust"), "children": [], "entry": name, "study": page.is_study}
+
+    for number, group in enumerate(site.config.groups):
+        items = [i for i in (item(e) for e in group.entries) if i is not None]
+        groups.append({"title": group.title, "id": f"g{number}", "items": items})
+    rest = [item(n) for n in site.order if n not in listed]
+    if rest and groups and groups[-1]["title"] is None:
+        groups[-1]["items"].extend(rest)
+    elif rest:
+        groups.append({"title": None, "id": f"g{len(groups)}", "items": rest})
+    for group in groups:   # children under their parent, within a group
+        kept = []
+        for entry in group["items"]:
+            parent = next((k for k in kept if k["url"] and entry["url"].startswith(k["url"])), None)
+            (parent["children"] if parent else kept).append(entry)
+        group["items"] = kept
+    site.nav_links["groups"] = groups
+    return groups
+
+
+def check_nav(site: Site, out: dict, errors) -> None:
+    """Every navigation entry names a page: a content page (checked when the pages load) or one
+    the build made."""
+    for group in site.config.groups:
+        for entry in group.entries:
+            if entry.endswith("/") and f"{entry}index.html" not in out:
+                errors.add(BuildError(f"nav entry {entry!r} names no page the build makes",
+                                      f"content/site.yaml:{site.config.nav_lines.get(entry, 1)}"))
+
+
+def _crumbs(site: Site, current, prefix) -> list[dict]:
+    """Where the current page sits: its group, and its parent page for a child page."""
+    if current is None or current.url == "":
+        return []
+    for group in nav_groups(site):
+        for entry in group["items"]:
+            if entry["url"] == current.url:
+                return [{"name": group["title"]}] if group["title"] else []
+            for child in entry["children"]:
+                if child["url"] == current.url:
+                    return ([{"name": group["title"]}] if group["title"] else []) + [
+                        {"name": entry["name"], "href": href(prefix, entry["url"])}]
+    return []
+
+
 def _nav(site: Site, current, prefix) -> Markup:
-    """The navigation's items (templates/partials/nav.html), the current page marked. Every page
-    at one folder depth links to the others the same way, so their links are worked out once per
-    depth."""
-    if prefix not in site.nav_links:
-        # nav_title: a short label for the navigation bar, where a page's title is a whole question
-        site.nav_links[prefix] = [(name, href(prefix, site.pages[name].url),
-                                   site.pages[name].meta.get("nav_title") or site.pages[name].meta.get("title", name))
-                                  for name in site.order]
-    current_name = current.rel if current is not None else None
-    items = [{"href": link, "title": title, "current": name == current_name}
-             for name, link, title in site.nav_links[prefix]]
-    return Markup(site.jinja.get_template("partials/nav.html").render(items=items))
+    """The navigation (templates/partials/nav.html) for a page at `prefix`, the current page marked."""
+    return Markup(site.jinja.get_template("partials/nav.html").render(
+        groups=nav_groups(site), rel=prefix, href=href, current=current.url if current is not None else None))
 
 
 def _common(site: Site, current, prefix):
     docs = site.pages.get(DOCS_PAGE)
     return {
-        "site": site.config, "rel": prefix, "nav": _nav(site, current, prefix),
+        "site": site.config, "rel": prefix, "nav": _nav(site, current, prefix), "crumbs": _crumbs(site, current, prefix),
         "home_href": href(prefix, ""), "docs_href": href(prefix, docs.url if docs else ""),
         "extra_css": [], "extra_js": [], "extra_head": "",
     }
@@ -127,26 +199,26 @@ def _common(site: Site, current, prefix):
 def _page_html(site: Site, page, rendered, bundle, honesty=None, extra=None) -> str:
     prefix = "../" * page.depth
     listing = None
-    if page.url == "":
-        others = [site.pages[n] for n in site.order if site.pages[n] is not page]
-        groups = [("explainers", "Explainers", [p for p in others if not p.is_study]),
-                  ("studies", "Studies", [p for p in others if p.is_study])]
-        listing = [{"id": gid, "title": title,
-                    "pages": [{"title": p.meta.get("title", p.rel), "summary": p.meta.get("summary", ""),
-                               "href": href(prefix, p.url), "trust": p.meta.get("trust")} for p in group]}
-                   for gid, title, group in groups if group]
+    if page.url == "":   # the home page lists every group, each page under its one name
+        listing = [{"id": f"list-{g['id']}-" + "-".join((g["title"] or "pages").lower().split()), "title": g["title"] or "Pages",
+                    "pages": [{"title": i["name"], "summary": i["summary"], "href": href(prefix, i["url"]),
+                               "trust": i["trust"], "children": [{"title": c["name"], "href": href(prefix, c["url"]),
+                                                                  "summary": c["summary"]} for c in i["children"]]}
+                              for i in g["items"] if i["url"] != ""]}
+                   for g in nav_groups(site)]
+        listing = [g for g in listing if g["pages"]]
     common = _common(site, page, prefix)
     if rendered.figure_count:
         from .. import figures   # imported by the first page with figures
         common["extra_head"] = Markup(figures.figure_head_html(prefix + "assets/"))
     template = site.jinja.get_template("page.html")
-    return template.render(
+    return reader.breakable_code(template.render(
         **common,
-        page=page, title=page.meta.get("title", ""), summary=page.meta.get("summary", ""),
-        description=page.meta.get("summary", ""), body=Markup(reader.add_permalinks(rendered.html)),
+        page=page, title=page.meta.get("title", ""), name=page_name(page), summary=page.meta.get("summary", ""),
+        description=page.meta.get("summary", ""), body=Markup(reader.unindexed_blocks(reader.add_permalinks(rendered.html))),
         headings=rendered.headings, provenance=provenance_rows(rendered, prefix), listing=listing, bundle=bundle, honesty=honesty,
         **(extra or {}),
-    )
+    ))
 
 
 def _source_view(site: Site, rel: str, data: bytes) -> bytes:

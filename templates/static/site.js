@@ -3,9 +3,14 @@
  *
  * Theme: without a stored choice the page follows the system setting (prefers-color-scheme);
  * the button stores the reader's choice in localStorage and sets <html data-theme>, which the
- * CSS and the figures follow. Hooks for tests: <html data-theme>, button[aria-pressed].
- * Search: results are links with the page title and Pagefind's excerpt; <form data-search-state>
- * is "loading", "ready" or "error: ...".
+ * CSS and the figures follow. Its label says what it will do ("Switch to dark theme"). Hooks for
+ * tests: <html data-theme>, button[data-theme-next] (the theme a press switches to).
+ * Search: results are links with the page's name and Pagefind's excerpt; <form data-search-state>
+ * is "loading", "ready" or "error: ...". Arrow keys move from the box into the results and
+ * between them; Escape goes back to the box and closes them.
+ * Citation: the copy button copies the BibTeX entry as shown; without a base_url the entry's url
+ * is written here as the address the page is read at.
+ * Tables: a table wrapper that does not scroll is taken out of the tab order.
  * Receipts: a value's element (site_src/receipt_html.py) names its source in data attributes; on
  * hover or keyboard focus one shared role=tooltip element (#ref-tip) shows them and the value is
  * described by it; the pointer may move onto the tip, Escape dismisses it.
@@ -29,7 +34,9 @@
     var button = document.querySelector(".theme-toggle");
     if (!button) return;
     function show() {
-      button.setAttribute("aria-pressed", effective() === "dark" ? "true" : "false");
+      var next = effective() === "dark" ? "light" : "dark";
+      button.setAttribute("data-theme-next", next);
+      button.textContent = "Switch to " + next + " theme";
       if (chosen) root.setAttribute("data-theme", chosen); else root.removeAttribute("data-theme");
     }
     button.addEventListener("click", function () {
@@ -55,7 +62,9 @@
       if (!engine) {
         form.setAttribute("data-search-state", "loading");
         engine = import(new URL("pagefind/pagefind.js", base).href).then(function (pf) {
-          return pf.options({ baseUrl: base.pathname }).then(function () {
+          // a study page is long: weigh a page's length less than Pagefind's default (0.75) does,
+          // so that the page about a subject outranks a short page that mentions it
+          return pf.options({ baseUrl: base.pathname, ranking: { pageLength: 0.25 } }).then(function () {
             form.setAttribute("data-search-state", "ready");
             return pf;
           });
@@ -76,6 +85,10 @@
         out.appendChild(none);
         return;
       }
+      var count = document.createElement("p");
+      count.className = "search-count";
+      count.textContent = items.length + (items.length === 1 ? " page" : " pages") + " (arrow keys move through them)";
+      out.appendChild(count);
       var list = document.createElement("ol");
       items.forEach(function (item) {
         var li = document.createElement("li");
@@ -107,8 +120,19 @@
     input.addEventListener("focus", function () { load().catch(function () {}); }, { once: true });
     input.addEventListener("input", run);
     form.addEventListener("submit", function (e) { e.preventDefault(); run(); });
+    function links() { return Array.prototype.slice.call(out.querySelectorAll("li > a")); }
     input.addEventListener("keydown", function (e) {
       if (e.key === "Escape") { input.value = ""; render([], ""); }
+      else if (e.key === "ArrowDown" && links().length) { e.preventDefault(); links()[0].focus(); }
+    });
+    out.addEventListener("keydown", function (e) {
+      var all = links(), at = all.indexOf(document.activeElement);
+      if (at < 0) return;
+      if (e.key === "ArrowDown") { e.preventDefault(); all[Math.min(at + 1, all.length - 1)].focus(); }
+      else if (e.key === "ArrowUp") { e.preventDefault(); if (at === 0) input.focus(); else all[at - 1].focus(); }
+      else if (e.key === "Home") { e.preventDefault(); all[0].focus(); }
+      else if (e.key === "End") { e.preventDefault(); all[all.length - 1].focus(); }
+      else if (e.key === "Escape") { e.preventDefault(); input.focus(); render([], ""); }
     });
     form.hidden = false;
   }
@@ -182,7 +206,60 @@
     });
   }
 
-  function start() { setupTheme(); setupSearch(); setupReceipts(); setupCheck(); }
+  function setupCitation() {
+    document.querySelectorAll("[data-cite-url]").forEach(function (el) {
+      var here = new URL(location.href);
+      here.hash = "";
+      here.search = "";
+      el.textContent = here.href;
+    });
+    document.querySelectorAll("button[data-copy]").forEach(function (button) {
+      var target = document.getElementById(button.getAttribute("data-copy"));
+      var status = button.parentNode.querySelector(".copy-status");
+      if (!target) return;
+      function said(text) { if (status) status.textContent = text; }
+      button.addEventListener("click", function () {
+        var text = target.textContent;
+        var done = function () { said("Copied."); };
+        var fallback = function () {
+          var range = document.createRange();
+          range.selectNodeContents(target);
+          var selection = window.getSelection();
+          selection.removeAllRanges();
+          selection.addRange(range);
+          try { document.execCommand("copy") ? done() : said("Selected: press Ctrl+C or \u2318C to copy."); }
+          catch (e) { said("Selected: press Ctrl+C or \u2318C to copy."); }
+        };
+        if (navigator.clipboard && navigator.clipboard.writeText) navigator.clipboard.writeText(text).then(done, fallback);
+        else fallback();
+      });
+      button.hidden = false;
+    });
+  }
+
+  function setupTables() {
+    // a wrapper is a focusable region so that a keyboard can scroll it; one that fits needs neither
+    function fit() {
+      document.querySelectorAll(".table-wrap").forEach(function (wrap) {
+        var scrolls = wrap.scrollWidth > wrap.clientWidth + 1;
+        if (scrolls) wrap.setAttribute("tabindex", "0"); else wrap.removeAttribute("tabindex");
+      });
+    }
+    fit();
+    window.addEventListener("resize", fit);
+  }
+
+  function setupMenu() {
+    // the navigation is open on a wide screen and folded into "Menu" on a narrow one
+    var menu = document.querySelector("details.site-menu");
+    if (!menu || !window.matchMedia) return;
+    var narrow = window.matchMedia("(max-width: 40em)");
+    function fit() { menu.open = !narrow.matches; }
+    fit();
+    if (narrow.addEventListener) narrow.addEventListener("change", fit);
+  }
+
+  function start() { setupMenu(); setupTheme(); setupSearch(); setupReceipts(); setupCitation(); setupTables(); setupCheck(); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();

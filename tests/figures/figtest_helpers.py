@@ -17,6 +17,11 @@ def svgs(body_html: str) -> dict[str, ET.Element]:
     return {m.group(1): ET.fromstring(m.group(0)) for m in SVG.finditer(body_html)}
 
 
+def panel_svgs(body_html: str) -> list[ET.Element]:
+    """Every drawing of a figure, in order: one per panel of a multi-panel figure."""
+    return [ET.fromstring(m.group(0)) for m in SVG.finditer(body_html)]
+
+
 def count_marks(svg: ET.Element, name: str) -> int:
     """Number of drawn items in the data layer `datamark_<name>` (all facets together)."""
     total = 0

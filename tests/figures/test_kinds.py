@@ -6,7 +6,7 @@ import pytest
 from bundle_kit import rankstats
 from site_src.figures import FigureError, render_figure
 
-from figtest_helpers import FIXTURES, count_marks, payload, svgs
+from figtest_helpers import FIXTURES, count_marks, panel_svgs, payload, svgs
 
 DATA = {"attribution": "attribution_per_pair.jsonl", "patching": "patching_per_pair.jsonl"}
 
@@ -48,10 +48,27 @@ def test_rho_bars_one_bar_per_series_entry_with_sources(ctx):
         {"label": "published elsewhere", "ref": "quoted.json#per_dimension_rho"}]}}
     fig = render_figure("rho_bars", spec, ctx)
     assert fig.marks == 2 + 3
-    for svg in svgs(fig.body_html).values():
-        assert count_marks(svg, "bars") == 5
+    # one panel per series, each its own drawing, so that the page can wrap them to its column
+    panels = panel_svgs(fig.body_html)
+    assert [count_marks(svg, "bars") for svg in panels] == [2, 3]
+    assert fig.body_html.count('class="fig-panel"') == 2 and "fig-live" not in fig.body_html
     assert [s.expression for s in fig.sources] == ["golden.json#per_dimension_rho", "quoted.json#per_dimension_rho"]
     assert "published elsewhere" in fig.body_html
+
+
+def test_rho_bars_draw_the_intervals_they_are_given(ctx, tmp_path):
+    spec = {"id": "rb", "data": {"series": [
+        {"label": "this study", "ref": "golden.json#per_dimension_rho", "ci": "golden.json#per_dimension_rho_ci"},
+        {"label": "published elsewhere", "ref": "quoted.json#per_dimension_rho"}]}}
+    fig = render_figure("rho_bars", spec, ctx)
+    with_ci, without = panel_svgs(fig.body_html)
+    assert count_marks(with_ci, "intervals") == 2 and count_marks(without, "intervals") == 0
+    assert "its 95% interval" in fig.body_html and "no interval given" in fig.body_html
+    assert fig.sources[1].expression == "golden.json#per_dimension_rho_ci"
+    bad = {"id": "rb", "data": {"series": [{"label": "x", "ref": "golden.json#per_dimension_rho",
+                                            "ci": "golden.json#per_dimension_rho"}]}}
+    with pytest.raises(FigureError, match="has no \\[low, high\\] interval"):
+        render_figure("rho_bars", bad, ctx)
 
 
 def test_rho_bars_rejects_a_scalar_reference(ctx):
@@ -70,7 +87,9 @@ def test_patch_picker_two_points_per_pair_and_a_labelled_select(ctx):
     assert fig.marks == 2 * 3  # three pairs, clean and patched each
     for svg in svgs(fig.body_html).values():
         assert count_marks(svg, "points") == 6
-    assert '<label for="fig-pp-component">Component to patch</label>' in fig.body_html
+    # the picker names what it shows: the dimension and the mode beside the component
+    assert '<label for="fig-pp-component">Component to patch (safety, mean patching)</label>' in fig.body_html
+    assert 'component + \\" patched (mean), dimension safety\\"' in fig.files[next(iter(k for k in fig.files if k.endswith(".json")))].decode()
     assert fig.body_html.count("<option ") == 8
     # Default = the component patching moves most (patch rank 1), chosen through rankstats.
     top = min(ranked_components("safety").items(), key=lambda kv: kv[1][1])[0]
@@ -149,8 +168,11 @@ def test_rows_without_a_flag_are_not_scored():
 def test_lens_curve_marks_crystallization_per_dimension(ctx):
     fig = render_figure("lens_curve", {"id": "lc", "data": {"lens": "lens_per_pair.jsonl"}}, ctx)
     assert fig.marks == 2
+    # one dimension drawn and labelled at a time, the others as grey context; a select picks it
     for svg in svgs(fig.body_html).values():
-        assert count_marks(svg, "lines") == 2 and count_marks(svg, "crystal") == 2
+        assert count_marks(svg, "lines") == 1 and count_marks(svg, "context") == 1
+        assert count_marks(svg, "crystal") == 1
+    assert '<select id="fig-lc-dimension" data-figure-signal="dimension">' in fig.body_html
     rows = rankstats.read_jsonl(FIXTURES / "lens_per_pair.jsonl")
     curve = [rankstats.mean(r["running_margin"] for r in rows if r["dimension"] == "safety" and r["layer"] == layer)
              for layer in range(4)]
@@ -158,10 +180,13 @@ def test_lens_curve_marks_crystallization_per_dimension(ctx):
     assert safety.value == rankstats.crystallization_depth(curve)
 
 
-def test_lens_curve_single_dimension(ctx):
+def test_lens_curve_draws_the_dimension_it_is_given(ctx):
     fig = render_figure("lens_curve", {"id": "lc", "data": {"lens": "lens_per_pair.jsonl"},
                                        "options": {"dimension": "safety"}}, ctx)
-    assert fig.marks == 1 and len(fig.sources) == 1
+    assert fig.marks == 2 and len(fig.sources) == 2
+    assert '<option value="safety" selected>' in fig.body_html
+    with pytest.raises(FigureError, match="dimension 'nope' not in the data"):
+        render_figure("lens_curve", {"id": "lc", "data": {"lens": "lens_per_pair.jsonl"}, "options": {"dimension": "nope"}}, ctx)
 
 
 def test_margin_distribution_one_tick_per_pair(ctx):

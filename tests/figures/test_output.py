@@ -95,7 +95,8 @@ def test_one_themed_svg_spec_file_and_text_alternative(ctx):
         assert "prefers-color-scheme:dark" in style and "@media print" in style
         assert re.search(r'class="t[fsc]\d+', fig.body_html)
         assert re.search(r'<div class="fig-static" role="img" aria-label="[^"]{20,}">', fig.body_html)
-        assert "<details class=\"fig-data\"><summary>Data table" in fig.body_html
+        # the data table is the figure's text alternative; search indexes prose, not data dumps
+        assert '<details class="fig-data" data-pagefind-ignore><summary>Data table' in fig.body_html
         spec_files = {k for k in fig.files if k.endswith(".json")}
         assert len(spec_files) == 1 and f'data-figure-spec="../{spec_files.pop()}"' in fig.body_html
         assert "fig-spec" not in fig.body_html.replace("data-figure-spec", "")  # no inline spec

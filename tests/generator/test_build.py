@@ -103,14 +103,47 @@ def test_math_becomes_mathml(site):
     assert "mathjax" not in html.lower() and "katex" not in html.lower()
 
 
+def _nav(html: str) -> str:
+    return html[html.index('aria-label="Site">'): html.index("</nav>")]
+
+
 def test_navigation_order_and_appended_pages(site):
     run(site)
     html = (site / "public/guides/second/index.html").read_text()
-    nav = html[html.index('<nav aria-label="Site">'): html.index("</nav>")]
+    nav = _nav(html)
     assert re.findall(r'<a href="([^"]+)"', nav) == ["../../", "../../explainer/", "../../guides/second/"]
     assert 'aria-current="page">A page missing from nav' in nav
     home = (site / "public/index.html").read_text()
-    assert 'href="explainer/"' in home and "<h2 id=\"list-explainers\">Explainers</h2>" in home
+    assert 'href="explainer/"' in home and '<h2 id="list-g0-pages">Pages</h2>' in home
+
+
+def test_navigation_groups_children_and_one_name_per_page(site):
+    """site.yaml's groups title the navigation and the home page's listing; a page under another's
+    URL is listed under it; each page has one name (nav_title, else title) in both."""
+    write_page(site, "guides.md", "Text.\n", "title: All the guides, a long title\nnav_title: Guides\nsummary: S.\n")
+    (site / "content/site.yaml").write_text(
+        "title: Fixture site\nbase_url: ''\nnav:\n  - index.md\n  - Explainers:\n      - explainer.md\n"
+        "  - Guides:\n      - guides.md\n      - guides/second.md\n")
+    assert run(site) == 0
+    html = (site / "public/guides/second/index.html").read_text()
+    nav = _nav(html)
+    assert re.findall(r'class="nav-group-title" id="nav-g\d">([^<]+)<', nav) == ["Explainers", "Guides"]
+    # the child sits in its parent's list item, and the current page is marked
+    assert re.search(r'>Guides</a>\s*<ul class="nav-children">\s*<li><a href="../../guides/second/" aria-current="page">', nav)
+    assert '<p class="crumbs">Guides <span aria-hidden="true">›</span> <a href="../../guides/">Guides</a></p>' in html
+    home = (site / "public/index.html").read_text()
+    listing = home[home.index('<section class="listing"'):]
+    assert '<h2 id="list-g1-explainers">Explainers</h2>' in listing and '<h2 id="list-g2-guides">Guides</h2>' in listing
+    assert '<a href="guides/">Guides</a>' in listing and "All the guides, a long title" not in listing
+
+
+def test_navigation_entry_of_a_page_the_build_does_not_make(site, capsys):
+    (site / "content/site.yaml").write_text(
+        "title: Fixture site\nnav:\n  - index.md\n  - Records:\n      - registrations/\n  - explainer.md\n")
+    assert run(site) == 1
+    err = capsys.readouterr().err
+    assert "content/site.yaml:5: nav entry 'registrations/' names no page the build makes" in err
+    assert "content/site.yaml:6: nav entry 'explainer.md' follows a group" in err
 
 
 def test_nav_title_labels_the_navigation_and_the_title_stays(site):
@@ -118,8 +151,7 @@ def test_nav_title_labels_the_navigation_and_the_title_stays(site):
                "title: A page whose title is a whole long question?\nnav_title: Short\nsummary: Short label.\n")
     assert run(site) == 0
     html = (site / "public/long/index.html").read_text()
-    nav = html[html.index('<nav aria-label="Site">'): html.index("</nav>")]
-    assert 'aria-current="page">Short</a>' in nav
+    assert 'aria-current="page">Short</a>' in _nav(html)
     assert "<h1" in html and "A page whose title is a whole long question?" in html
 
 
@@ -135,7 +167,7 @@ def test_html_basics(site):
     run(site)
     html = (site / "public/explainer/index.html").read_text()
     assert html.startswith("<!DOCTYPE html>\n<html lang=\"en\">")
-    assert html.count("<h1>") == 1 and "<main id=\"main\">" in html
+    assert html.count("<h1") == 1 and "<main id=\"main\">" in html
     assert len(set(re.findall(r' id="([^"]+)"', html))) == len(re.findall(r' id="([^"]+)"', html))
 
 
@@ -219,14 +251,15 @@ def test_study_page_header_and_bundle(site, monkeypatch):
                "bundle: demo\n")
     assert run(site) == 0
     html = (site / "public/studies/demo/index.html").read_text()
-    assert "<dt>subject</dt><dd>tiny/Reward-Model</dd>" in html
+    assert '<dt>subject</dt><dd data-pagefind-weight="6">tiny/Reward-Model</dd>' in html
     assert "<dt>reproduction</dt><dd>No independent reproduction recorded</dd>" in html  # computed, never typed
-    assert '<span class="chip trust-exploratory">exploratory</span>' in html  # 'calibrated' needs a scorecard (tests/honesty)
-    assert '<span class="chip claim-observational-vs-causal">observational vs causal</span>' in html
+    # 'calibrated' needs a scorecard (tests/honesty); a chip is text, colour and a symbol
+    assert '<span class="chip trust trust-exploratory"><span class="chip-mark" aria-hidden="true">▮▯▯</span> exploratory</span>' in html
+    assert '<span class="chip claim claim-observational-vs-causal">observational vs causal</span>' in html
     assert '<a href="../../bundles/demo.zip">zip</a>' in html
     assert 'data-source="bundles/demo/golden.json:3"' in html   # FILE resolved inside the bundle first
     assert calls == ["demo", "studies/demo/index.html"]
     assert (site / "public/bundles/demo.zip").read_bytes() == b"zip"
     home = (site / "public/index.html").read_text()
-    assert '<h2 id="list-studies">Studies</h2>' in home and 'href="studies/demo/"' in home
+    assert '<h2 id="list-g0-pages">Pages</h2>' in home and 'href="studies/demo/"' in home
 

@@ -33,6 +33,49 @@ def _key_recovery(absolute: bool) -> tuple[float, float]:
     return a, rankstats.mean(patching) - a
 
 
+class _AbsoluteKeyRecovery:
+    """Key recovery of the organism with attribution scored by its absolute value, point estimates
+    and the seed bootstrap the study's summary uses (measure/runner/summary.py: all seeds resampled
+    together, rankstats.seed_bootstrap with 1000 resamples, seed 0, 95%). Each seed's per-component
+    values are kept apart, so a resample only gathers lists instead of joining rows again."""
+
+    def __init__(self):
+        def rows(*names):
+            return [r for n in names for r in rankstats.read_jsonl(ORGANISM / n) if r["kind"] in ("mlp", "head")]
+        joined = rankstats.join_rows(rows("attribution_per_pair.jsonl", "heads_attribution_per_pair.jsonl"),
+                                     rows("patching_per_pair.jsonl", "heads_patching_per_pair.jsonl"), "mean")
+        self.key = {d: set(v["components"])
+                    for d, v in json.loads((ORGANISM / "key.json").read_text())["dimensions"].items()}
+        self.values: dict = {}   # seed -> (dimension, component) -> ([attribution], [patch fraction])
+        for (dimension, _pair, component), (attr, patch) in sorted(joined.items()):
+            cell = self.values.setdefault(attr["seed_id"], {}).setdefault((dimension, component), ([], []))
+            cell[0].append(attr["attribution"])
+            cell[1].append(rankstats.patch_fraction(patch))
+        self.dimension = {seed: next(iter(cells))[0] for seed, cells in self.values.items()}
+
+    def aucs(self, seeds) -> dict:
+        """{dimension: (attribution AUC of |score|, patching AUC)} over the (resampled) seeds."""
+        gathered: dict = {}
+        for seed in seeds:
+            for (dimension, component), (a, p) in self.values[seed].items():
+                cell = gathered.setdefault(dimension, {}).setdefault(component, ([], []))
+                cell[0].extend(a)
+                cell[1].extend(p)
+        out = {}
+        for dimension, comps in gathered.items():
+            names = sorted(comps)
+            member = [c in self.key[dimension] for c in names]
+            out[dimension] = (rankstats.roc_auc([abs(rankstats.mean(comps[c][0])) for c in names], member),
+                              rankstats.roc_auc([rankstats.mean(comps[c][1]) for c in names], member))
+        return out
+
+    def overall(self, seeds) -> tuple[float, float]:
+        """(attribution AUC, patching minus attribution), averaged over the dimensions present."""
+        got = self.aucs(seeds)
+        a = rankstats.mean(v[0] for v in got.values())
+        return a, rankstats.mean(v[1] for v in got.values()) - a
+
+
 def _organism_corrections() -> dict:
     text = (ORGANISM / "CORRECTIONS.md").read_text()
     return {c.key_path: c for c in errata.parse(text, "bundles/organism/CORRECTIONS.md", "organism")}
@@ -53,6 +96,44 @@ def test_corrected_values_are_the_auc_of_the_absolute_score():
     notes = _organism_corrections()
     assert notes["key_recovery/overall/attribution_auc"].corrected == round(auc, 6)
     assert notes["key_recovery/overall/gap_patching_minus_attribution"].corrected == round(gap, 6)
+
+
+def test_corrected_per_dimension_values_are_the_auc_of_the_absolute_score():
+    """The per-dimension key recovery of attribution and the difference from patching, as the
+    correction note gives them: every dimension whose value the absolute score changes is corrected."""
+    kr = _AbsoluteKeyRecovery()
+    golden = json.loads((ORGANISM / "golden.json").read_text())["key_recovery"]["per_dimension"]
+    notes = _organism_corrections()
+    for dimension, (attribution, patching) in kr.aucs(sorted(kr.values)).items():
+        published = golden[dimension]
+        for field, value in (("attribution_auc", attribution), ("gap_patching_minus_attribution", patching - attribution)):
+            path = f"key_recovery/per_dimension/{dimension}/{field}"
+            if round(value, 6) == published[field]:
+                assert path not in notes, f"{path} is unchanged by the correction, but the note corrects it"
+                continue
+            assert path in notes, f"{path}: published {published[field]}, {round(value, 6)} with the absolute score"
+            assert notes[path].published == published[field] and notes[path].corrected == round(value, 6)
+
+
+def test_corrected_intervals_are_the_seed_bootstrap_of_the_absolute_score():
+    kr = _AbsoluteKeyRecovery()
+    seeds = sorted(kr.values)
+    cache: dict = {}
+
+    def overall(sample):
+        key = tuple(sample)
+        if key not in cache:
+            cache[key] = kr.overall(sample)
+        return cache[key]
+
+    notes = _organism_corrections()
+    settings = {"resamples": 1000, "seed": 0, "level": 0.95}   # measure/runner/summary.py's BOOTSTRAP
+    auc = rankstats.seed_bootstrap(seeds, lambda s: overall(s)[0], **settings)
+    gap = rankstats.seed_bootstrap(seeds, lambda s: overall(s)[1], **settings)
+    for path, interval in (("key_recovery/overall/attribution_ci", auc), ("key_recovery/overall/gap_ci", gap)):
+        for end in (0, 1):
+            assert notes[f"{path}/{end}"].corrected == round(interval[end], 6), (path, interval)
+    assert round(overall(seeds)[0], 6) == notes["key_recovery/overall/attribution_auc"].corrected
 
 
 GOOD = """# Notes

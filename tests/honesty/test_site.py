@@ -81,8 +81,9 @@ def test_registration_pages_and_header(tmp_path):
     assert errors == []
     high = result.files["registrations/tiny-high/index.html"].decode()
     low = result.files["registrations/tiny-low/index.html"].decode()
-    assert '<span class="chip verdict">refuted</span>' in high
-    assert '<span class="chip verdict">confirmed</span>' in low
+    # a verdict is text, colour and a symbol (templates/partials/chips.html), never colour alone
+    assert '<span class="chip verdict verdict-refuted"><span class="chip-mark" aria-hidden="true">✗</span> refuted</span>' in high
+    assert '<span class="chip verdict verdict-confirmed"><span class="chip-mark" aria-hidden="true">✓</span> confirmed</span>' in low
     # exactly as prominent: the two pages differ only where their texts differ
     assert high.count("chip verdict") == low.count("chip verdict")
     assert high.replace("refuted", "X").count("<") == low.replace("confirmed", "X").count("<")
@@ -91,7 +92,7 @@ def test_registration_pages_and_header(tmp_path):
     index = result.files["registrations/index.html"].decode()
     assert index.index("tiny-high") < index.index("tiny-low")          # by id, not by verdict
     study = result.files["studies/tiny/index.html"].decode()
-    assert '<a href="../../registrations/tiny-high/">tiny-high</a>: <span class="chip verdict">refuted</span>' in study
+    assert '<a href="../../registrations/tiny-high/">tiny-high</a> <span class="chip verdict verdict-refuted">' in study
     assert "source/registrations/tiny-high.yaml.html" in result.files
 
 

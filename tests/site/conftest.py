@@ -3,12 +3,19 @@ every page of it visited once in Debian's Chromium (driven by Playwright).
 
 The suite may skip only outside CI, when Chromium, Java or axe-core is missing; with `CI` set it
 fails instead. `SITE_DIR=path` runs it against an already built site instead of building one.
+
+The layout check (test_layout.py) is parametrized by the built site's pages, so the site is built
+when that module is collected (`built_site`, once per session; the fixtures use the same build).
+Its screenshots and the table of page heights go to test-artifacts/layout/, printed at the end.
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import http.server
+import json
 import os
+import tempfile
 import shutil
 import subprocess
 import sys
@@ -32,6 +39,7 @@ CHROMIUM_ARGS = [
 ]
 AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
 SCREENSHOTS = REPO / "test-artifacts" / "screenshots"
+LAYOUT = REPO / "test-artifacts" / "layout"     # the layout check's screenshots and heights
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 LOCAL_HOSTS = {"127.0.0.1"}
@@ -46,23 +54,37 @@ def missing_tool(what: str) -> None:
 
 # --- the site -------------------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
-def site_dir(tmp_path_factory) -> Path:
-    """The site, built once by the generator's own command line into a temporary folder."""
+_BUILT: dict = {}
+
+
+def built_site() -> Path:
+    """The site, built once per session by the generator's own command line into a temporary
+    folder (removed at exit); raises RuntimeError with the build's output if it fails."""
     given = os.environ.get("SITE_DIR")
     if given:
         return Path(given).resolve()
-    out = tmp_path_factory.mktemp("site") / "public"
-    cmd = [sys.executable, str(REPO / "build.py"), "build", "--out", str(out)]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        pytest.fail(
-            f"site build failed ({' '.join(cmd[1:])}, exit {proc.returncode}):\n"
-            f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}",
-            pytrace=False,
-        )
-    assert (out / "index.html").is_file(), f"the build wrote no index.html into {out}"
-    return out
+    if "out" not in _BUILT:
+        folder = Path(tempfile.mkdtemp(prefix="site-test-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        out = folder / "public"
+        cmd = [sys.executable, str(REPO / "build.py"), "build", "--out", str(out)]
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0 or not (out / "index.html").is_file():
+            _BUILT["error"] = (f"site build failed ({' '.join(cmd[1:])}, exit {proc.returncode}):\n"
+                               f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        _BUILT["out"] = out
+    if "error" in _BUILT:
+        raise RuntimeError(_BUILT["error"])
+    return _BUILT["out"]
+
+
+@pytest.fixture(scope="session")
+def site_dir() -> Path:
+    """The site, built once by the generator's own command line into a temporary folder."""
+    try:
+        return built_site()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -260,6 +282,51 @@ def new_page(browser, base_url):
     recorder.close()
 
 
+# --- the layout check (test_layout.py) --------------------------------------------------------
+
+COMBOS = [(390, "light"), (390, "dark"), (1280, "light"), (1280, "dark")]
+
+
+def pytest_generate_tests(metafunc):
+    """test_layout.py runs once per built page and combination of width and theme."""
+    if "layout_page" not in metafunc.fixturenames:
+        return
+    try:
+        pages = [p for p in built_pages(built_site()) if p != "404.html"]
+    except RuntimeError as exc:   # reported by the tests themselves (site_dir fails with it)
+        pages = [f"(build failed: {str(exc).splitlines()[0]})"]
+    params = [(width, scheme, page) for width, scheme in COMBOS for page in pages]
+    metafunc.parametrize("layout_page", params, ids=[f"{w}-{s}-/{p}" for w, s, p in params])
+
+
+_LAYOUT_ROWS: list = []   # (page, width, scheme, height in px, screens), from test_layout.py
+
+
+def record_height(row: tuple) -> None:
+    _LAYOUT_ROWS.append(row)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The page heights the layout check measured, in screens, and where its screenshots are."""
+    if not _LAYOUT_ROWS:
+        return
+    table: dict = {}
+    for page, width, scheme, px, screens in _LAYOUT_ROWS:
+        table.setdefault(page, {})[(width, scheme)] = screens
+    combos = [c for c in COMBOS if any(c in row for row in table.values())]
+    tr = terminalreporter
+    tr.section("layout check: page heights in screens (1280 x 900, 390 x 844)")
+    tr.write_line("page".ljust(48) + "".join(f"{w} {s}".rjust(12) for w, s in combos))
+    for page in sorted(table):
+        cells = "".join((f"{table[page][c]:.1f}" if c in table[page] else "-").rjust(12) for c in combos)
+        tr.write_line(f"/{page}"[:48].ljust(48) + cells)
+    LAYOUT.mkdir(parents=True, exist_ok=True)
+    (LAYOUT / "heights.json").write_text(json.dumps(
+        [{"page": p, "width": w, "scheme": s, "px": px, "screens": round(sc, 2)} for p, w, s, px, sc in _LAYOUT_ROWS],
+        indent=1) + "\n")
+    tr.write_line(f"screenshots: {LAYOUT}/<width>-<theme>/<page>.png; heights: {LAYOUT / 'heights.json'}")
+
+
 def java_available() -> bool:
     return shutil.which("java") is not None
 
@@ -270,5 +337,6 @@ def kit():
     return types.SimpleNamespace(
         CHROMIUM=CHROMIUM, CHROMIUM_ARGS=CHROMIUM_ARGS, AXE=AXE, SCREENSHOTS=SCREENSHOTS, PHONE=PHONE, DESKTOP=DESKTOP,
         Recorder=Recorder, built_pages=built_pages, java_available=java_available,
-        missing_tool=missing_tool,
+        missing_tool=missing_tool, LAYOUT=LAYOUT, CHROMIUM_ARGS=CHROMIUM_ARGS, record_height=record_height,
+        slug=slug,
     )

@@ -43,6 +43,8 @@ def _search(page, query: str) -> list[dict]:
     box = page.locator("form.search input[type=search]")
     assert box.is_visible(), "the search box is not shown"
     box.click()
+    box.fill("")   # clears the results of any earlier query, so the wait below sees this one's
+    page.wait_for_function("() => document.querySelector('.search-results').textContent === ''")
     box.fill(query)
     page.wait_for_function(
         "() => document.querySelector('.search-results li, .search-results p') !== null"
@@ -72,6 +74,49 @@ def test_search_finds_pages_offline_and_its_results_open(new_page, site_dir):
         page.close()
 
 
+def test_search_results_are_reached_and_walked_with_the_arrow_keys(new_page):
+    page, visit = new_page.open(STUDY)
+    hits = _search(page, "patching")
+    assert len(hits) >= 2, hits
+    assert "arrow keys" in page.locator(".search-count").inner_text()
+    focused = "() => document.activeElement && document.activeElement.getAttribute('href')"
+    page.keyboard.press("ArrowDown")
+    first = page.evaluate(focused)
+    assert first and page.evaluate("document.activeElement.closest('.search-results') !== null")
+    page.keyboard.press("ArrowDown")
+    second = page.evaluate(focused)
+    assert second and second != first
+    page.keyboard.press("ArrowUp")
+    assert page.evaluate(focused) == first
+    page.keyboard.press("ArrowUp")
+    assert page.evaluate("document.activeElement.id") == "search-q"
+    page.keyboard.press("ArrowDown")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert page.url.split("#")[0].endswith(first.split("#")[0]), (page.url, first)
+    assert not visit.console_errors, visit.console_errors
+    page.close()
+
+
+def test_search_ranks_a_study_first_for_its_own_subject_and_shows_prose(new_page):
+    """The excerpts come from the pages' prose, never from code, program output or data tables, and a
+    study page outranks the pages that only mention its subject."""
+    page, visit = new_page.open("")
+    for query, expected in (("calibration", "studies/planted/"), ("MiniLM", "studies/minilm/")):
+        hits = _search(page, query)
+        assert hits and hits[0]["href"].endswith(expected), (query, [h["href"] for h in hits])
+    for query in ("rho", "golden", "reproduce", "rows"):
+        for hit in _search(page, query):
+            excerpt = hit["excerpt"]
+            # a directive's source (the authoring page's examples) or the bundle check's output
+            assert "{{" not in excerpt and "}}" not in excerpt and "```" not in excerpt, (query, excerpt)
+            assert "bundle check:" not in excerpt and "rows read" not in excerpt, (query, excerpt)
+    hits = _search(page, "rho")
+    assert not hits[0]["href"].endswith("how-this-site-is-built/"), [h["href"] for h in hits]
+    assert not visit.console_errors, visit.console_errors
+    page.close()
+
+
 def test_search_index_covers_content_pages_only(site_dir):
     entry = json.loads((site_dir / "pagefind" / "pagefind-entry.json").read_text())
     indexed = sum(lang["page_count"] for lang in entry["languages"].values())
@@ -99,7 +144,9 @@ def test_theme_follows_the_system_and_the_switch_overrides_it(browser, base_url,
             button = page.locator("button.theme-toggle")
             assert button.is_visible()
             assert page.evaluate("document.documentElement.getAttribute('data-theme')") is None
-            assert button.get_attribute("aria-pressed") == ("true" if scheme == "dark" else "false")
+            # the label says what a press will do, not what is on
+            assert button.inner_text().strip() == f"Switch to {other} theme"
+            assert button.get_attribute("data-theme-next") == other
             system_bg = page.evaluate(BG)
             svg = page.locator(".fig-static svg").first
             before = svg.evaluate("s => s.outerHTML.length")
@@ -109,7 +156,7 @@ def test_theme_follows_the_system_and_the_switch_overrides_it(browser, base_url,
             button.click()
             assert svg.evaluate(paint) != fills, "the static figure kept its colours when the theme changed"
             assert page.evaluate("document.documentElement.getAttribute('data-theme')") == other
-            assert button.get_attribute("aria-pressed") == ("true" if other == "dark" else "false")
+            assert button.inner_text().strip() == f"Switch to {scheme} theme"
             assert page.evaluate(BG) != system_bg, "the page background did not change with the theme"
             visible = page.locator(".fig-static svg:visible").first
             assert visible.count() == 1 and visible.evaluate("s => s.outerHTML.length") > 0 and before > 0
@@ -182,6 +229,9 @@ def test_cite_block_and_citation_file_name_the_bundle_and_commit(site_dir):
     assert 'id="cite-title">Cite this study<' in html
     bibtex = re.search(r'<pre class="cite-bibtex"[^>]*><code>(.*?)</code></pre>', html, re.S).group(1)
     assert bibtex.startswith("@misc{organism-study,") and f"sha256 {sha}" in bibtex
+    # the authors site.yaml names, and the page's address (its path here: the site has no base_url)
+    assert re.search(r"\n  author +=\s*\{\{[^}]+\}\}", bibtex), bibtex
+    assert re.search(r'\n  url +=\s*\{<span class="cite-url" data-cite-url>studies/organism/</span>\}', bibtex), bibtex
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert f"commit {head}" in bibtex
     import yaml
@@ -189,6 +239,24 @@ def test_cite_block_and_citation_file_name_the_bundle_and_commit(site_dir):
     assert cff["cff-version"] == "1.2.0" and cff["commit"] == head and cff["authors"]
     assert {"type": "other", "value": f"sha256:{sha}"}.items() <= cff["identifiers"][0].items()
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", cff["date-released"])
+
+
+def test_citation_copies_with_the_address_the_page_is_read_at(browser, base_url):
+    context = browser.new_context()
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base_url.rstrip("/"))
+    try:
+        page = context.new_page()
+        page.goto(base_url + STUDY, wait_until="load")
+        entry = page.locator("#cite-bibtex").inner_text()
+        assert re.search(r"\n  url +=\s*\{" + re.escape(base_url + STUDY) + r"\}", entry), entry
+        button = page.locator("button.copy-button")
+        assert button.is_visible() and button.inner_text() == "Copy the BibTeX entry"
+        button.click()
+        page.wait_for_function("() => document.querySelector('.copy-status').textContent !== ''")
+        assert page.locator(".copy-status").inner_text() == "Copied."
+        assert page.evaluate("navigator.clipboard.readText()") == entry
+    finally:
+        context.close()
 
 
 def test_opengraph_preview_is_the_main_figure_as_png(site_dir):
