@@ -62,6 +62,8 @@ def _root_args(parser: argparse.ArgumentParser, top: bool = False) -> None:
 
 
 def _report(result, verb: str, out: Path | None) -> int:
+    for line in result.errors.warning_lines() if hasattr(result.errors, "warning_lines") else ():
+        print(f"warning: {line}", file=sys.stderr)
     if result.errors:
         for line in result.errors.lines():
             print(f"error: {line}", file=sys.stderr)

@@ -61,14 +61,25 @@ class FixtureProblem(BuildError):
 
 
 class Errors:
-    """Collects every error of a build so all of them are reported at once."""
+    """Collects every error of a build so all of them are reported at once, and its warnings:
+    problems an author should fix that do not stop the build (a glossary term used before its
+    definition), printed after it."""
 
     def __init__(self) -> None:
         self.items: list[BuildError] = []
+        self.warnings: list[BuildError] = []
 
     def add(self, error: BuildError) -> None:
         """Keep `error` (each of a BuildErrors' problems); the build goes on."""
         self.items.extend(error.problems if isinstance(error, BuildErrors) else [error])
+
+    def warn(self, warning: BuildError) -> None:
+        """Add a warning: printed after the build, which it does not stop."""
+        self.warnings.append(warning)
+
+    def warning_lines(self) -> list[str]:
+        """Each warning as one WHERE: MESSAGE line."""
+        return [w.format() for w in self.warnings]
 
     def __bool__(self) -> bool:
         return bool(self.items)

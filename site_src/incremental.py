@@ -332,8 +332,9 @@ class PageMemo:
             return
         self.state = State(self.root)
         digests = self.state.digests
+        # site.yaml, the glossary (every page's term links and warnings) and the honesty records
         listing = sorted(n for n in files.tracked | files.untracked
-                         if n == config_rel or n.startswith(("registrations/", "reproductions/")))
+                         if n in (config_rel, "content/glossary.yaml") or n.startswith(("registrations/", "reproductions/")))
         self.context = _json_sha([generator_version(digests, self.root), _facts_key(self.root),
                                   [(n, n in files.tracked, digests.file(self.root / n)) for n in listing]])
         self.nav = ""

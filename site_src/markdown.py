@@ -1,8 +1,8 @@
 """The Markdown of a page: markdown-it-py (CommonMark + tables) with dollar math, heading anchors and
 the site plugin, which owns every rule of ours, parse and render alike:
 
-- parse rules: `{{ REF }}` value references and `{{! TEXT }}` literals, `[[fig:ID]]` figure links
-  (inline); fences of a block kind become `<kind>_block` tokens carrying the block, parsed once
+- parse rules: `{{ REF }}` value references and `{{! TEXT }}` literals, `[[fig:ID]]` figure links,
+  `[[term:ID]]` glossary terms (inline); fences of a block kind become `<kind>_block` tokens carrying the block, parsed once
   and checked against its schema (core, site_src/blocks/); every inline token learns its page
   line (core); a text token calling a conclusion robust learns its sentence's references (core,
   site_src/robust.py);
@@ -28,6 +28,7 @@ from .schema import FIGURE_ID
 from .tablewrap import install_markdown_rules
 
 _FIG = re.compile(r"\[\[fig:(" + FIGURE_ID.pattern + r")\]\]")
+_TERM = re.compile(r"\[\[term:([^\]|\n]+?)(?:\|([^\]\n]+))?\]\]")
 
 
 def slugify(title: str) -> str:
@@ -78,6 +79,19 @@ def _fig_ref(state: StateInline, silent: bool) -> bool:
     return True
 
 
+def _term_ref(state: StateInline, silent: bool) -> bool:
+    """`[[term:ID]]` or `[[term:ID|words shown]]` -> term_ref token (site_src/glossary.py)."""
+    match = _TERM.match(state.src, state.pos)
+    if not match:
+        return False
+    if not silent:
+        token = state.push("term_ref", "", 0)
+        token.content = match.group(1).strip()
+        token.meta = {"lines": state.src.count("\n", 0, state.pos), "shown": (match.group(2) or "").strip()}
+    state.pos = match.end()
+    return True
+
+
 def _blocks(state: StateCore) -> None:
     """A fence whose info names a block kind (```table, ```figure) becomes a `<kind>_block` token
     holding the block, parsed and checked once (site_src/blocks/)."""
@@ -122,6 +136,7 @@ def site_plugin(md: MarkdownIt) -> None:
     """The site's markdown-it plugin: the parse rules of references, figure links and blocks, and
     the render rule of every token the site renders its own way, in one place."""
     md.inline.ruler.before("link", "fig_ref", _fig_ref)
+    md.inline.ruler.before("link", "term_ref", _term_ref)
     md.inline.ruler.before("link", "value_ref", _value_ref)
     md.core.ruler.after("block", "site_blocks", _blocks)
     md.core.ruler.push("site_lines", _lines)
@@ -159,6 +174,7 @@ def render_page(md: MarkdownIt, ctx: PageContext) -> Rendered:
     parsed = parse_page(ctx.page, md, ctx.errors)
     ctx.out.figures = parsed.figures
     ctx.out.html = md.renderer.render(parsed.tokens, md.options, {"page": ctx})
+    ctx.glossary_warnings()
     return ctx.out
 
 

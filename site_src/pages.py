@@ -44,6 +44,13 @@ class Page:
         return "bundle" in self.meta
 
     @property
+    def name(self) -> str:
+        """The page's one name: in the navigation, the home page's listing, breadcrumbs, search
+        results and links the site makes (nav_title, a short label where the title is a whole
+        question, else the title)."""
+        return self.meta.get("nav_title") or self.meta.get("title", self.rel)
+
+    @property
     def depth(self) -> int:
         """How many folders the page's URL is below the site root."""
         return self.url.count("/")

@@ -20,6 +20,7 @@ from markupsafe import Markup, escape
 
 from . import robust
 from .errors import BuildError, Errors, FixtureProblem
+from .glossary import PAGE as GLOSSARY_PAGE, Glossary, Usage, unknown_term
 from .mathml import to_mathml
 from .numbers import unbound_numbers
 from .pages import Page
@@ -70,6 +71,18 @@ class PageContext:
     line: int = 1          # the page line being rendered, for an internal error's location
     level: int = 1         # the level of the last heading
     heading: list | None = None   # the words of the h2 being rendered, for the page's contents
+    glossary: Glossary = field(default_factory=Glossary)   # content/glossary.yaml (site_src/glossary.py)
+    pages: dict = field(default_factory=dict)      # content-relative path -> Page: what a block may link to
+    usage: Usage = field(default_factory=Usage)    # where the page first uses and first links each term
+    in_heading: bool = False   # a heading names a term without using it (no glossary warning)
+    in_link: int = 0           # so does a link's text (a page's title), at this depth
+
+    def glossary_warnings(self) -> None:
+        """Warn about each glossary term the page used before linking it (the glossary page defines
+        them all)."""
+        if self.page.rel != GLOSSARY_PAGE:
+            for warning in self.usage.warnings(self.page):
+                self.errors.warn(warning)
 
     @property
     def prefix(self) -> str:
@@ -196,12 +209,15 @@ def fig_ref(self, tokens, idx, options, env) -> str:
 
 
 def text(self, tokens, idx, options, env) -> str:
-    """Prose: the number rule runs over it, and the robustness rule over its claims."""
+    """Prose: the number rule runs over it, the robustness rule over its claims, and the glossary
+    notes the terms it uses."""
     token = tokens[idx]
     ctx = page_context(env, token)
     check_prose(token.content, ctx.page.where(ctx.line), ctx.errors)
     for claim in token.meta.get("robust", ()):
         check_robust(ctx, claim)
+    if not ctx.in_heading and not ctx.in_link:
+        ctx.usage.prose(ctx.glossary, token.content, ctx.line)
     ctx.words(token.content)
     return escapeHtml(token.content)
 
@@ -229,9 +245,29 @@ def check_robust(ctx: PageContext, claim: robust.Claim) -> None:
 
 
 def code_inline(self, tokens, idx, options, env) -> str:
-    """Code is exempt from the number rule; it still reads in the page's contents."""
-    page_context(env, tokens[idx]).words(tokens[idx].content)
+    """Code is exempt from the number rule; it still reads in the page's contents, and may use a
+    glossary term (`n_effective`)."""
+    ctx = page_context(env, tokens[idx])
+    if not ctx.in_heading and not ctx.in_link:
+        ctx.usage.prose(ctx.glossary, tokens[idx].content, ctx.line)
+    ctx.words(tokens[idx].content)
     return RendererHTML.code_inline(self, tokens, idx, options, env)
+
+
+def term_ref(self, tokens, idx, options, env) -> str:
+    """`[[term:ID]]` or `[[term:ID|words]]`: the words linked to the term on the glossary page,
+    its definition shown on hover and focus (templates/partials/term_link.html)."""
+    token = tokens[idx]
+    ctx, line = page_context(env, token), token_line(token)
+    term = ctx.glossary.terms.get(token.content)
+    shown = token.meta.get("shown") or (term.term if term else token.content)
+    ctx.words(shown)
+    if term is None:
+        ctx.error(unknown_term(token.content, ctx.glossary), line)
+        return str(escape(shown))
+    ctx.usage.link(term.id, line)
+    target = "" if ctx.page.rel == GLOSSARY_PAGE else href(ctx.prefix, "glossary/")
+    return str(ctx.partial("term_link.html", href=f"{target}#{term.anchor}", term=term, shown=shown))
 
 
 def image(self, tokens, idx, options, env) -> str:
@@ -288,6 +324,7 @@ def heading_open(self, tokens, idx, options, env) -> str:
     elif level > ctx.level + 1:
         ctx.error(f"heading level jumps from h{ctx.level} to h{level}", ctx.line)
     ctx.level = level
+    ctx.in_heading = True
     if level == 2:
         ctx.heading = []
     return self.renderToken(tokens, idx, options, env)
@@ -296,10 +333,23 @@ def heading_open(self, tokens, idx, options, env) -> str:
 def heading_close(self, tokens, idx, options, env) -> str:
     """An h2 ends: its words (references shown as their values) are its contents entry."""
     ctx = env["page"]
+    ctx.in_heading = False
     if ctx.heading is not None:
         opened = tokens[idx - 2]   # heading_open, inline, heading_close
         ctx.out.headings.append((opened.attrGet("id"), "".join(ctx.heading).strip()))
         ctx.heading = None
+    return self.renderToken(tokens, idx, options, env)
+
+
+def link_open(self, tokens, idx, options, env) -> str:
+    """A link's text names its target (a page's title): no glossary term is used there."""
+    env["page"].in_link += 1
+    return self.renderToken(tokens, idx, options, env)
+
+
+def link_close(self, tokens, idx, options, env) -> str:
+    """The link's text ends."""
+    env["page"].in_link -= 1
     return self.renderToken(tokens, idx, options, env)
 
 
@@ -311,10 +361,10 @@ def focusable(self, tokens, idx, options, env) -> str:
 
 # token type -> render rule (the fenced blocks' rules come from site_src/blocks/)
 RULES = {
-    "value_ref": value_ref, "literal": literal, "ref_error": ref_error, "fig_ref": fig_ref,
+    "value_ref": value_ref, "literal": literal, "ref_error": ref_error, "fig_ref": fig_ref, "term_ref": term_ref,
     "text": text, "code_inline": code_inline, "image": image,
     "math_inline": math, "math_inline_double": math, "math_block": math, "math_block_label": math,
     "html_inline": raw_html, "html_block": raw_html,
-    "heading_open": heading_open, "heading_close": heading_close,
+    "heading_open": heading_open, "heading_close": heading_close, "link_open": link_open, "link_close": link_close,
     "fence": focusable, "code_block": focusable,
 }

@@ -127,6 +127,30 @@ TABLE_BLOCK = Schema({
     "fields": Field("which fields of the block's objects become columns, in order", kind="list"),
 }, unknown="unknown key", kind_name="key", missing="")
 
+FINDINGS_BLOCK = Schema({
+    "title": Field("the box's heading (default: What this study found)"),
+    "claims": Field("the findings, each {text, claim, trust, study}: three to five on a study page", kind="list",
+                    required=True),
+}, unknown="unknown key", kind_name="key", missing="")
+
+FINDING = Schema({
+    "text": Field("one sentence of Markdown holding its number as a value reference (its receipt)", required=True),
+    "claim": Field("the claim kind of the finding", required=True, choices=CLAIMS),
+    "trust": Field("its trust rung (default: the page's, or the study's); never above either", choices=TRUST),
+    "study": Field("the study page the finding comes from, relative to content/ (studies/organism.md): the "
+                   "finding links to it"),
+}, unknown="unknown key", kind_name="key", missing="")
+
+GLOSSARY_BLOCK = Schema({
+    "source": Field("the glossary fixture, content/glossary.yaml: every term, in its order", required=True),
+}, unknown="unknown key", kind_name="key", missing="")
+
+GLOSSARY_TERM = Schema({
+    "term": Field("the term as a page writes it", required=True),
+    "definition": Field("one or two plain sentences; no measured number", required=True),
+    "also": Field("other forms of the term a page may use (plural, spelled out)", kind="list"),
+}, unknown="unknown key", kind_name="key", missing="")
+
 FIGURE_BLOCK = Schema({
     "kind": Field("the figure kind (FIGURE_KINDS below; docs/figures.md)", required=True),
     "id": Field("letters, digits, '-' and '_': the anchor #fig-ID, the CSV's name, [[fig:ID]]", required=True),
@@ -178,9 +202,10 @@ FIGURE_KINDS = {
     "rank_scatter": FigureKind("attribution rank against patch rank, one dot per component", COMPARISON,
                                _RANKED_DATA, _RANKED_OPTIONS),
     "rho_bars": FigureKind("rank correlation of the two methods per dimension, one panel per series",
-                           COMPARISON, {"series": Field("a list of {label, ref}; ref a {dimension: rho} block",
+                           COMPARISON, {"series": Field("a list of {label, ref, ci}; ref a {dimension: rho} block, "
+                                                        "ci (optional) its {dimension: [low, high]} intervals",
                                                         kind="list", required=True)},
-                           {"width": Field("each panel's width in pixels", kind="any")}),
+                           {"width": Field("each panel's plot width in pixels (80 to 280)", kind="any")}),
     "patch_picker": FigureKind("clean against patched margin of every pair, for a chosen component", CAUSAL,
                                _RANKED_DATA, {**_RANKED_OPTIONS,
                                               "component": Field("the component shown first (default: patch rank 1)")}),
@@ -188,7 +213,7 @@ FIGURE_KINDS = {
                             {**_RANKED_OPTIONS, "n": Field("entries per list (default 10)", kind="any")}),
     "lens_curve": FigureKind("the running margin read layer by layer, and the crystallization depth", OBSERVATIONAL,
                              {"lens": _rows("lens rows")},
-                             {"dimension": Field("the one dimension drawn (default: all)")}),
+                             {"dimension": Field("the dimension drawn first, the others grey (default: the first)")}),
     "margin_distribution": FigureKind("the model's own margins, nothing replaced", OBSERVATIONAL,
                                       {"pairs": _rows("rows with dimension, pair_id and a margin")},
                                       {"field": Field("the margin field (default: margin, else clean_margin)")}),

@@ -1,4 +1,5 @@
-"""The fenced blocks a page may hold: ```table and ```figure. Each kind is one module here with
+"""The fenced blocks a page may hold: ```table, ```figure, ```findings and ```glossary. Each kind is
+one module here with
 
     parse(values, lines, ctx, inline) -> its typed block, or None   (checked against schema.<KIND>_BLOCK)
     render(self, tokens, idx, options, env) -> HTML          (a markdown-it render rule)
@@ -14,10 +15,10 @@ import yaml
 
 from ..errors import BuildError
 from ..parse import ParseProblem, load_yaml
-from . import figure, table
+from . import figure, findings, glossary, table
 from .lines import Lines
 
-KINDS = {"table": table, "figure": figure}
+KINDS = {"table": table, "figure": figure, "findings": findings, "glossary": glossary}
 
 
 def parse(kind: str, body: str, line: int, ctx, inline):

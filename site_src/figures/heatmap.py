@@ -41,12 +41,13 @@ def build(spec: dict, ctx) -> FigureParts:
     title = opts.get("value_title", "value")
     size = size_option(spec, "cell", 44, 8, 200)
     # a matrix wider than a phone's column keeps its labels readable by scrolling, not shrinking
-    wide = size * len(cols_l) + 140 > MAX_WIDTH
+    wide = size * len(cols_l) + 190 > MAX_WIDTH
 
     def chart(p: dict):
         base = alt.Chart(alt.NamedData(name="cells")).encode(
             x=alt.X("column:N", sort=cols_l, title=None, axis=alt.Axis(labelAngle=-40)),
-            y=alt.Y("row:N", sort=rows_l, title=None))
+            # the label column reserved whole (vl-convert's font is narrower than many browsers')
+            y=alt.Y("row:N", sort=rows_l, title=None, axis=alt.Axis(labelLimit=170, minExtent=170)))
         # each cell has a thin outline in the text colour (a pale cell still stands 3:1 against the
         # background) and is labelled with its value: the number, not the shade, carries it
         rect = base.mark_rect(stroke=p["text"], strokeWidth=0.5).encode(

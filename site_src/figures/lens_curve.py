@@ -50,7 +50,9 @@ def build(spec: dict, ctx) -> FigureParts:
 
     def chart(p: dict):
         dim = alt.param(name="dimension", value=shown)
-        x = alt.X("depth:Q", title="depth (fraction of layers)", scale=alt.Scale(domain=[0, 1]))
+        # five ticks: eleven at 14 px run together in a phone's column
+        x = alt.X("depth:Q", title="depth (fraction of layers)", scale=alt.Scale(domain=[0, 1]),
+                  axis=alt.Axis(values=[0, 0.25, 0.5, 0.75, 1], format="~g"))
         y = alt.Y("running_margin:Q", title="mean running margin")
         data = alt.Chart(alt.NamedData(name="curve"))
         chosen = "datum.dimension == dimension"

@@ -102,12 +102,6 @@ def _check_outputs(out: dict, errors) -> None:
             errors.add(BuildError(f"output path {rel!r} is both a file and a folder of the site"))
 
 
-def page_name(page) -> str:
-    """A page's one name: in the navigation, the home page's listing, breadcrumbs and search
-    results alike (nav_title, a short label where the title is a whole question, else the title)."""
-    return page.meta.get("nav_title") or page.meta.get("title", page.rel)
-
-
 def _generated_pages() -> dict:
     """Pages the build makes itself that the navigation may name, by URL: (name, summary)."""
     from ..honesty.site_pages import INDEX_SUMMARY, INDEX_TITLE, INDEX_URL
@@ -135,7 +129,7 @@ def nav_groups(site: Site) -> list[dict]:
         if page is None:
             return None
         listed.add(name)
-        return {"name": page_name(page), "url": page.url, "summary": page.meta.get("summary", ""),
+        return {"name": page.name, "url": page.url, "summary": page.meta.get("summary", ""),
                 "trust": page.meta.get("trust"), "children": [], "entry": name, "study": page.is_study}
 
     for number, group in enumerate(site.config.groups):
@@ -214,7 +208,7 @@ def _page_html(site: Site, page, rendered, bundle, honesty=None, extra=None) -> 
     template = site.jinja.get_template("page.html")
     return reader.breakable_code(template.render(
         **common,
-        page=page, title=page.meta.get("title", ""), name=page_name(page), summary=page.meta.get("summary", ""),
+        page=page, title=page.meta.get("title", ""), name=page.name, summary=page.meta.get("summary", ""),
         description=page.meta.get("summary", ""), body=Markup(reader.unindexed_blocks(reader.add_permalinks(rendered.html))),
         headings=rendered.headings, provenance=provenance_rows(rendered, prefix), listing=listing, bundle=bundle, honesty=honesty,
         **(extra or {}),

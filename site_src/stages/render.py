@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import reader
 from ..errors import internal_error
+from ..glossary import Glossary, load_glossary
 from ..markdown import render_page
 from ..pages import PROSE_FIELDS, Page
 from ..render import PageContext, check_field
@@ -19,9 +20,10 @@ def render_pages(numbered: Numbered, reuse: Reuse = make_anew) -> RenderedSite:
     site = numbered.site
     out = RenderedSite(numbered, [], {})
     made: list[PageOutput] = []
+    glossary = load_glossary(site.files, site.errors)   # content/glossary.yaml, once a build
 
     def render(page: Page) -> PageOutput | None:
-        output = _render(numbered, page)
+        output = _render(numbered, page, glossary)
         if output is not None:
             made.append(output)
         return output
@@ -46,10 +48,11 @@ def render_pages(numbered: Numbered, reuse: Reuse = make_anew) -> RenderedSite:
     return out
 
 
-def _render(numbered: Numbered, page: Page) -> PageOutput | None:
+def _render(numbered: Numbered, page: Page, glossary: Glossary) -> PageOutput | None:
     site = numbered.site
     resolver = Resolver(site.root, page.meta.get("bundle"), site.cache, files=site.files)
-    ctx = PageContext(page, site.errors, resolver, numbered.figures, site.jinja, site.root)
+    ctx = PageContext(page, site.errors, resolver, numbered.figures, site.jinja, site.root,
+                      glossary=glossary, pages=site.pages)
     try:
         rendered = render_page(parser_for(numbered.parsers, page), ctx)
     except Exception as exc:  # a bug: reported at the page line, and the other pages still build

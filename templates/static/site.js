@@ -13,7 +13,8 @@
  * Tables: a table wrapper that does not scroll is taken out of the tab order.
  * Receipts: a value's element (site_src/receipt_html.py) names its source in data attributes; on
  * hover or keyboard focus one shared role=tooltip element (#ref-tip) shows them and the value is
- * described by it; the pointer may move onto the tip, Escape dismisses it.
+ * described by it; the pointer may move onto the tip, Escape dismisses it. A glossary term's link
+ * (.term[data-definition]) shows its definition in the same tooltip.
  */
 (function () {
   "use strict";
@@ -140,15 +141,17 @@
   function setupReceipts() {
     var tip = null, owner = null;
 
-    // the same words as Resolved.receipt (site_src/receipts.py), then the raw value
+    // a value: the same words as Resolved.receipt (site_src/receipts.py), then the raw value; a
+    // glossary term: its definition (site_src/glossary.py)
     function words(el) {
+      if (el.hasAttribute("data-definition")) return el.getAttribute("data-term") + ": " + el.getAttribute("data-definition");
       var source = el.getAttribute("data-source"), expr = el.getAttribute("data-expr");
       return (expr === null ? "Recorded at " + source : "Computed from " + source + ": " + expr) +
         ". Raw value: " + el.getAttribute("data-value");
     }
 
     function receipt(node) {
-      return node && node.closest ? node.closest(".ref[data-source]") : null;
+      return node && node.closest ? node.closest(".ref[data-source], .term[data-definition]") : null;
     }
 
     function hide() {

@@ -77,8 +77,8 @@ def test_figures_are_numbered_and_linked(site, fake_figures):
     assert '<a class="fig-link" href="#fig-second">Fig.&nbsp;2.2</a>' in html
     assert '<figure class="fig" id="fig-first">' in html
     assert '<span class="fig-num">Fig. 2.1</span> Margins, mean <a class="ref" ' in html
-    assert '<span class="chip claim-observational">observational</span> <span class="chip trust-exploratory">' in html
-    assert '<span class="chip claim-causal">causal</span> <span class="chip trust-calibrated">' in html
+    assert '<span class="chip claim claim-observational">observational</span> <span class="chip trust trust-exploratory">' in html
+    assert '<span class="chip claim claim-causal">causal</span> <span class="chip trust trust-calibrated">' in html
     assert '<img src="../assets/fake.svg" alt="dots: rows.jsonl">' in html
     # values drawn by the figure are in the provenance table, once each
     section = (site / "public/explainer/provenance.html").read_text()

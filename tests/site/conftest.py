@@ -43,6 +43,7 @@ LAYOUT = REPO / "test-artifacts" / "layout"     # the layout check's screenshots
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 LOCAL_HOSTS = {"127.0.0.1"}
+OPEN_SECTIONS = "() => document.querySelectorAll('details.more').forEach(d => { d.open = true; })"
 
 
 def missing_tool(what: str) -> None:
@@ -190,6 +191,9 @@ class Recorder:
         page.on("response", on_response)
         page.goto(visit.url, wait_until="load")
         page.wait_for_load_state("networkidle")
+        # a page's collapsed sections (details.more) hold tables and figures a reader opens: open
+        # them, so that every check sees what they hold
+        page.evaluate(OPEN_SECTIONS)
         return page, visit
 
     def close(self):
@@ -337,6 +341,6 @@ def kit():
     return types.SimpleNamespace(
         CHROMIUM=CHROMIUM, CHROMIUM_ARGS=CHROMIUM_ARGS, AXE=AXE, SCREENSHOTS=SCREENSHOTS, PHONE=PHONE, DESKTOP=DESKTOP,
         Recorder=Recorder, built_pages=built_pages, java_available=java_available,
-        missing_tool=missing_tool, LAYOUT=LAYOUT, CHROMIUM_ARGS=CHROMIUM_ARGS, record_height=record_height,
+        missing_tool=missing_tool, LAYOUT=LAYOUT, OPEN_SECTIONS=OPEN_SECTIONS, record_height=record_height,
         slug=slug,
     )

@@ -9,8 +9,10 @@ on any of:
 - a line of prose that begins with punctuation (a number's comma or full stop wrapped away);
 - heading levels out of order (one h1, then no level skipped).
 
-Each test reports the page's height in screens (printed at the end of the run, with the folder
-of the screenshots) and saves a screenshot of the page to test-artifacts/layout/<combo>/.
+Each test reports the page's height in screens as a reader first meets it, collapsed sections
+closed (printed at the end of the run, with the folder of the screenshots), saves a screenshot of
+the page to test-artifacts/layout/<width>-<theme>/, then opens the collapsed sections and checks
+everything with them open.
 """
 from __future__ import annotations
 
@@ -180,14 +182,15 @@ def test_layout(layout_page, site_dir, base_url, contexts, kit):
     try:
         page.goto(base_url + path, wait_until="load")
         page.evaluate("document.fonts.ready.then(() => true)")
-        found = page.evaluate(PROBE, {"text": MIN_CHART_TEXT, "contrast": MIN_MARK_CONTRAST})
-        screens = found["height"] / found["viewport"]
-        kit.record_height((path, width, scheme, found["height"], screens))
+        # the height a reader first meets: collapsed sections closed
+        height = page.evaluate("document.documentElement.scrollHeight")
+        screens = height / VIEWPORT_HEIGHT[width]
+        kit.record_height((path, width, scheme, height, screens))
         folder = kit.LAYOUT / f"{width}-{scheme}"
         folder.mkdir(parents=True, exist_ok=True)
         shot = folder / f"{kit.slug(path)}.png"
         screens_shot = SOURCE_SCREENS if path.startswith("source/") else SCREENSHOT_SCREENS
-        tall = min(found["height"], screens_shot * found["viewport"])
+        tall = min(height, screens_shot * VIEWPORT_HEIGHT[width])
         # the DevTools call itself: Playwright's full-page screenshot resizes the viewport to the
         # page's height and lays the page out again, several times slower on a long page
         cdp = page.context.new_cdp_session(page)
@@ -195,6 +198,9 @@ def test_layout(layout_page, site_dir, base_url, contexts, kit):
                                                    "clip": {"x": 0, "y": 0, "width": width, "height": tall, "scale": 1}})
         cdp.detach()
         shot.write_bytes(base64.b64decode(data["data"]))
+        # every check, with the collapsed sections open: what they hold must hold the layout too
+        page.evaluate(kit.OPEN_SECTIONS)
+        found = page.evaluate(PROBE, {"text": MIN_CHART_TEXT, "contrast": MIN_MARK_CONTRAST})
     finally:
         page.close()
     problems = []
