@@ -309,3 +309,26 @@ def test_provenance_page_lists_every_value_of_its_page(site_dir):
     assert sorted(rows) == sorted(receipts) and len(rows) == len(set(rows))
     total = len(re.findall(r"<tr><td class=\"num\">", page))
     assert sum(map(int, listed_here)) == total >= len(receipts)
+
+
+def test_every_study_page_opens_with_its_findings_and_ends_on_the_takeaway(site_dir):
+    """Issue 22 item 1, on the real site: each study page (an article of class study) states three
+    to five findings before its first section, each with a receipt (a value reference), and the
+    takeaway rule after its argument."""
+    studies = []
+    for path in sorted(site_dir.rglob("index.html")):
+        html = path.read_text("utf-8")
+        if '<article class="page study"' not in html:
+            continue
+        where = path.parent.relative_to(site_dir).as_posix()
+        studies.append(where)
+        box = re.search(r'<section class="findings"[^>]*>(.*?)</section>', html, re.S)
+        assert box, f"/{where}/ has no findings box"
+        claims = re.findall(r'<p class="finding">(.*?)</p>', box.group(1), re.S)
+        assert 3 <= len(claims) <= 5, f"/{where}/ states {len(claims)} findings"
+        for claim in claims:
+            assert re.search(r'class="ref\b[^"]*"[^>]*data-source="', claim), f"/{where}/: a finding without a receipt: {claim[:120]}"
+        before = html[html.index('<article'):box.start()]
+        assert "<h2" not in before, f"/{where}/: a section comes before the findings box"
+        assert '<aside class="takeaway"' in html[box.end():], f"/{where}/ does not end on the takeaway rule"
+    assert len(studies) >= 3, studies
