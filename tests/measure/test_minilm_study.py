@@ -99,7 +99,6 @@ def test_sweep_agrees_with_the_hooks_loop_along_fold_heads(measured):
     assert max(float((fast[k][0] - v).abs().max()) for k, v in slow.items()) <= 1e-5
 
 
-
 def test_the_minilm_study_runs_through_the_common_runner_and_resumes(tmp_path):
     """Issue 19: `--model minilm --study minilm-balanced` is the common runner with the study's
     definition. One dimension, one pair a fold (five pairs, shards of two): a run stopped after
@@ -128,3 +127,33 @@ def test_the_minilm_study_runs_through_the_common_runner_and_resumes(tmp_path):
     golden = json.loads((out / "golden.json").read_text())
     assert golden["counts"]["pairs"] == 5 and golden["counts"]["dimensions"] == 1
     assert golden["margin_gap"] < 1e-4                      # the runner's reads are the fold heads
+
+
+def test_the_committed_bundle_is_its_rows_summary_and_todays_heads(tmp_path):
+    """golden.json and README.md of bundles/minilm-balanced/ are what `summary.summarise` computes
+    from the bundle's rows as written; its held-out rows are what the committed features and heads
+    give today; the decomposition's sum gap and the margin gap are as small as it says."""
+    import json
+    import shutil
+
+    from measure.runner.jsonio import read_jsonl
+    from measure.studies.minilm import heads, heldout
+    from measure.runner.config import REPO
+    from measure.studies.minilm.study import FILES, HEAD_MODES, STUDY
+    from measure.studies.minilm.summary import summarise
+
+    bundle = REPO / "bundles" / STUDY
+    for name in list(FILES.values()) + ["pairs.jsonl"]:
+        shutil.copy(bundle / name, tmp_path / name)
+    golden = json.loads((bundle / "golden.json").read_text(encoding="utf-8"))
+    summarise(tmp_path, golden["identity"], FILES, HEAD_MODES, STUDY)
+    assert (tmp_path / "golden.json").read_bytes() == (bundle / "golden.json").read_bytes()
+    assert (tmp_path / "README.md").read_bytes() == (bundle / "README.md").read_bytes()
+    pairs = read_jsonl(bundle / "pairs.jsonl")
+    today = heldout.heldout_rows(pairs, heads.load_features(pairs, heads.MODEL_DIR / heads.FEATURES_FILE), heads.load_heads())
+    written = read_jsonl(bundle / FILES["heldout"])
+    assert [r["pair_id"] for r in written] == [r["pair_id"] for r in today]
+    assert max(abs(a["head_margin"] - b["head_margin"]) for a, b in zip(written, today)) < 1e-8
+    assert golden["attribution_sum_gap"] < 1e-4 and golden["margin_gap"] < 1e-4
+    assert golden["identity"]["heads_sha256"] == json.loads(
+        (heads.MODEL_DIR / "training.json").read_text(encoding="utf-8"))["heads_sha256"]
