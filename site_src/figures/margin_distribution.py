@@ -41,7 +41,7 @@ def build(spec: dict, ctx) -> FigureParts:
                      alt.Tooltip("margin:Q", format="+.4f")],
         ).properties(name="datamark_ticks")
         mean = alt.Chart(alt.Data(values=means)).mark_point(shape="diamond", filled=True, size=90,
-                                                             color=p["accent2"]).encode(
+                                                             color=p["text"]).encode(
             x="margin:Q", y=y, tooltip=[alt.Tooltip("dimension:N"), alt.Tooltip("margin:Q", title="mean", format="+.4f")])
         zero = alt.Chart().mark_rule(color=p["text"], strokeWidth=1).encode(x=alt.datum(0))
         return alt.layer(zero, ticks, mean).properties(width=260, height=max(60, 26 * len(dims)))
