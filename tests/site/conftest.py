@@ -144,6 +144,7 @@ class Visit:
     figures: list[dict] = field(default_factory=list)
     axe: list[dict] = field(default_factory=list)
     screenshot: Path | None = None
+    width: dict = field(default_factory=dict)    # WIDTH_PROBE: the page's scroll width, what sticks out
 
 
 class Recorder:
@@ -229,6 +230,17 @@ FIGURE_PROBE = """() => Array.from(document.querySelectorAll('figure')).filter(f
 })"""
 
 
+# The page's own width and the first elements reaching past the viewport outside a scroll region
+# (pre, a table's wrapper, [data-scroll]): recorded on every visit, so that the phone check needs
+# no second load of each page.
+WIDTH_PROBE = """(limit) => ({scroll: document.documentElement.scrollWidth,
+    culprits: Array.from(document.querySelectorAll('body *'))
+        .filter(e => e.getBoundingClientRect().right > limit + 1)
+        .filter(e => !e.closest('pre, .table-wrap, [data-scroll]'))
+        .slice(0, 3).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '')
+        + (e.className && typeof e.className === 'string' ? '.' + e.className.split(' ')[0] : ''))})"""
+
+
 def visit_all(browser, base_url: str, site_dir: Path, viewport: dict, color_scheme: str,
               tag: str, run_axe: bool) -> dict[str, Visit]:
     """Crawls from the home page, adds every built page, and visits each once."""
@@ -255,6 +267,7 @@ def visit_all(browser, base_url: str, site_dir: Path, viewport: dict, color_sche
                 if (rel.endswith("/") or rel.endswith(".html") or rel == "") and rel not in seen:
                     queue.append(rel)
             visit.figures = page.evaluate(FIGURE_PROBE)
+            visit.width = page.evaluate(WIDTH_PROBE, viewport["width"])
             if run_axe:
                 visit.axe = inject_axe(page)
             visit.screenshot = SCREENSHOTS / f"{slug(path)}-{tag}.png"

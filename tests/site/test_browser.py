@@ -63,31 +63,14 @@ def test_crawl_from_home_reaches_every_built_page(desktop_visits, site_dir, base
     assert not orphans, f"pages no link from the home page leads to: {orphans}"
 
 
-def test_phone_layout_does_not_scroll_sideways(browser, base_url, phone_visits, kit):
+def test_phone_layout_does_not_scroll_sideways(phone_visits, kit):
     """At 390 px the page itself never needs horizontal scrolling (wide tables and figures may
-    scroll inside their own box)."""
-    PHONE = kit.PHONE
-    recorder = kit.Recorder(browser, base_url, PHONE)
-    wide = []
-    try:
-        for path in phone_visits:
-            if path.startswith("source/"):
-                continue
-            page, _ = recorder.open(path)
-            width = page.evaluate("document.documentElement.scrollWidth")
-            if width > PHONE["width"] + 1:
-                culprits = page.evaluate(
-                    """(limit) => Array.from(document.querySelectorAll('body *'))
-                        .filter(e => e.getBoundingClientRect().right > limit + 1)
-                        .filter(e => !e.closest('pre, .table-wrap, [data-scroll]'))
-                        .slice(0, 3).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '')
-                        + (e.className && typeof e.className === 'string' ? '.' + e.className.split(' ')[0] : ''))""",
-                    PHONE["width"],
-                )
-                wide.append(f"/{path}: {width}px wide ({', '.join(culprits)})")
-            page.close()
-    finally:
-        recorder.close()
+    scroll inside their own box). Read from the phone visits (conftest.WIDTH_PROBE), each page
+    loaded once for every phone check."""
+    limit = kit.PHONE["width"]
+    wide = [f"/{path}: {visit.width['scroll']}px wide ({', '.join(visit.width['culprits'])})"
+            for path, visit in phone_visits.items()
+            if not path.startswith("source/") and visit.width["scroll"] > limit + 1]
     assert not wide, "pages wider than the phone:\n  " + "\n  ".join(wide)
 
 
