@@ -1,6 +1,6 @@
 """The Ray path (`measure/runner/ray_runner.py`) on a local Ray with two CPUs, on the organism: a run
-stopped after two shards, resumed with a worker killed mid-shard, writes the same bundle bytes
-as the in-process run. Ray comes from the `scale` extra, which `make setup-test` installs; this
+stopped after two shards and resumed, and a run whose worker is killed mid-shard, write the same
+bundle bytes as the in-process run. Ray comes from the `scale` extra, which `make setup-test` installs; this
 test does not skip without it."""
 from __future__ import annotations
 
@@ -37,14 +37,20 @@ def local_ray():
     ray.shutdown()
 
 
-def test_ray_run_resumes_survives_a_killed_worker_and_matches_in_process(tmp_path, local_ray):
-    from measure.runner.config import Hooks
-    from measure.runner.ray_runner import run_study_ray
+@pytest.fixture(scope="module")
+def in_process(tmp_path_factory):
+    """The in-process run's bundle: what every Ray run must write, byte for byte."""
     from measure.runner.run import run_study
 
-    expected = run_study(_config(tmp_path, "inprocess"))
-    shards = expected["manifest"]["shards"]
-    assert shards == 6
+    tmp = tmp_path_factory.mktemp("inprocess")
+    expected = run_study(_config(tmp, "inprocess"))
+    assert expected["manifest"]["shards"] == 6
+    return _files(tmp / "inprocess" / "bundle")
+
+
+def test_a_ray_run_stopped_after_two_shards_resumes_to_the_in_process_bytes(tmp_path, local_ray, in_process):
+    from measure.runner.config import Hooks
+    from measure.runner.ray_runner import run_study_ray
 
     def stop_after_two(done, total):
         if done == 2:
@@ -55,6 +61,14 @@ def test_ray_run_resumes_survives_a_killed_worker_and_matches_in_process(tmp_pat
     assert len(run_dirs) == 1 and len(list(run_dirs[0].glob("shard_*.json"))) == 2
     assert not (tmp_path / "ray" / "bundle").exists()
 
+    result = run_study_ray(_config(tmp_path, "ray"))
+    assert (result["computed"], result["resumed"]) == (4, 2)
+    assert _files(tmp_path / "ray" / "bundle") == in_process
+
+
+def test_a_ray_run_survives_a_killed_worker_and_writes_the_in_process_bytes(tmp_path, local_ray, in_process):
+    from measure.runner.ray_runner import run_study_ray
+
     marker = tmp_path / "killed"
 
     def kill_once(k):  # runs inside the worker, after shard k is measured, before it returns
@@ -63,8 +77,8 @@ def test_ray_run_resumes_survives_a_killed_worker_and_matches_in_process(tmp_pat
             os.kill(os.getpid(), signal.SIGKILL)
     result = run_study_ray(_config(tmp_path, "ray"), in_worker=kill_once)
     assert marker.exists(), "the worker was never killed"
-    assert (result["computed"], result["resumed"]) == (shards - 2, 2)
-    assert _files(tmp_path / "ray" / "bundle") == _files(tmp_path / "inprocess" / "bundle")
+    assert (result["computed"], result["resumed"]) == (6, 0)
+    assert _files(tmp_path / "ray" / "bundle") == in_process
 
 
 def test_ray_is_imported_only_when_asked_for():
