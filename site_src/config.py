@@ -51,14 +51,10 @@ def load_config(files, errors, rel: str = "content/site.yaml") -> SiteConfig:
     if why:
         errors.add(BuildError(f"site configuration {why}", rel))
         return fallback
-    try:
-        data, node = load_yaml(files.read_bytes(rel).decode("utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        errors.add(BuildError(f"cannot read: {exc}", rel))
+    loaded = read_yaml_file(files, rel, errors)
+    if loaded is None:
         return fallback
-    except ParseProblem as exc:
-        errors.add(BuildError(exc.message, f"{rel}:{exc.line or 1}"))
-        return fallback
+    data, node = loaded
     data = {} if data is None else data
     if not isinstance(data, dict):
         errors.add(BuildError("must be a mapping with title, base_url and nav", f"{rel}:1"))
@@ -130,3 +126,15 @@ def order_pages(config: SiteConfig, pages: dict, rel: str, errors) -> list[str]:
             ordered.append(name)
     ordered.extend(sorted(name for name in pages if name not in ordered))
     return ordered
+
+
+def read_yaml_file(files, rel: str, errors) -> tuple | None:
+    """(data, node) of the YAML file `rel` of the repository, or None with its error (unreadable,
+    not UTF-8, or a parse problem at its line) added to `errors`."""
+    try:
+        return load_yaml(files.read_bytes(rel).decode("utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        errors.add(BuildError(f"cannot read: {exc}", rel))
+    except ParseProblem as exc:
+        errors.add(BuildError(exc.message, f"{rel}:{exc.line or 1}"))
+    return None

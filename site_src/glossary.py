@@ -23,7 +23,7 @@ import yaml
 
 from .errors import BuildError
 from .numbers import unbound_numbers
-from .parse import ParseProblem, load_yaml
+from .config import read_yaml_file
 from .schema import GLOSSARY_TERM, nearest
 
 REL = "content/glossary.yaml"
@@ -75,14 +75,10 @@ def load_glossary(files, errors, rel: str = REL) -> Glossary:
     if why:
         errors.add(BuildError(f"glossary {why}", rel))
         return glossary
-    try:
-        data, node = load_yaml(files.read_bytes(rel).decode("utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        errors.add(BuildError(f"cannot read: {exc}", rel))
+    loaded = read_yaml_file(files, rel, errors)
+    if loaded is None:
         return glossary
-    except ParseProblem as exc:
-        errors.add(BuildError(exc.message, f"{rel}:{exc.line or 1}"))
-        return glossary
+    data, node = loaded
     terms_node = _value_node(node, "terms")
     if not isinstance(data, dict) or set(data) != {"terms"} or not isinstance(data["terms"], dict):
         errors.add(BuildError("the glossary is one mapping, `terms:`, of term ids to {term, definition, also}",
