@@ -13,9 +13,16 @@ record, or one whose signature does not verify, is listed as unverified and neve
 whatever it says. A reproduction signed by the project's own key is the authors' run; one made
 on a machine the project builds or measures on (reproductions/machines.yaml, or the machine
 running this build) is labelled so; neither is counted as independent.
+
+Records are counted as runs and signers, never as files: one run (its bundle listing, machine,
+date, platform, Python, host, exit status and output) committed under two names, or signed by
+two keys, is one run (`same_run_as` names the first), and independent reproductions are distinct
+signers, each with a run of their own (a run signed by two keys counts once), with how many runs
+each made.
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from dataclasses import dataclass
@@ -61,6 +68,15 @@ class Reproduction:
     signature: Signature = UNSIGNED
     claims: str = ""        # an unverified record: what it says it shows (REPRODUCED or FAILED)
     signature_rel: str = ""  # repository-relative path of its signature file ('' when unsigned)
+    machine_fingerprint: str = ""
+    same_run_as: str = ""    # the name of an earlier-listed record of the very same run ('' when none)
+
+    @property
+    def run(self) -> tuple:
+        """What makes a run one run: a record copied under another name, re-signed by another key,
+        or given a new comment is still this run."""
+        return (self.bundle_files_sha256, self.machine_fingerprint, self.date, self.platform, self.python,
+                self.hostname, self.exit_status, self.output)
 
     @property
     def by_authors(self) -> bool:
@@ -75,6 +91,11 @@ class Reproduction:
     @property
     def label(self) -> str:
         """The record's kind in words, as the page prints it."""
+        if self.same_run_as:
+            return f"{self._kind()}; the same run as {self.same_run_as}, counted once"
+        return self._kind()
+
+    def _kind(self) -> str:
         if self.status == REPRODUCED:
             if self.signature.project:
                 return "reproduction by the authors (not independent)"
@@ -168,7 +189,8 @@ def classify(doc: Record, bundle, machines: set[str], signature: Signature = UNS
         date=data["date"], platform=data["platform"], python=data["python"], hostname=data["hostname"],
         exit_status=data["exit_status"], output=output, output_line=doc.lines[("output",)],
         bundle_files_sha256=data["bundle_files_sha256"], differing_files=differing, output_diff=diff,
-        signature=signature, claims=claims, signature_rel=signature_rel)
+        signature=signature, claims=claims, signature_rel=signature_rel,
+        machine_fingerprint=data["machine_fingerprint"])
 
 
 def load_reproductions(root: Path, study: str, bundle, errors, machines: set[str] | None = None,
@@ -219,31 +241,74 @@ def load_reproductions(root: Path, study: str, bundle, errors, machines: set[str
             out.append(classify(doc, bundle, machines, signed, f"{rel}{signatures.SIG_SUFFIX}"))
         else:
             out.append(classify(doc, bundle, machines))
+    return mark_same_runs(out)
+
+
+def mark_same_runs(found: list[Reproduction]) -> list[Reproduction]:
+    """The records, each copy of an earlier-listed record's run naming that record."""
+    first: dict = {}
+    out = []
+    for rep in found:
+        earlier = first.setdefault(rep.run, rep.name)
+        out.append(dataclasses.replace(rep, same_run_as=earlier) if earlier != rep.name else rep)
     return out
 
 
+def independent_count(reproductions: list[Reproduction]) -> int:
+    """How many distinct signers each have an independent run of their own: the largest pairing
+    of signers with distinct runs, so that one run signed by several keys counts once."""
+    runs_of: dict = {}
+    for rep in reproductions:
+        if rep.independent:
+            runs_of.setdefault(rep.signature.signer, set()).add(rep.run)
+    taken: dict = {}     # run -> signer
+
+    def place(signer, seen) -> bool:
+        for run in sorted(runs_of[signer], key=repr):
+            if run not in seen:
+                seen.add(run)
+                if run not in taken or place(taken[run], seen):
+                    taken[run] = signer
+                    return True
+        return False
+    return sum(place(signer, set()) for signer in sorted(runs_of))
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def reproduction_line(reproductions: list[Reproduction]) -> str:
-    """The study header's line; 'No independent reproduction recorded' only while there is none."""
-    def count(n: int, one: str, many: str) -> str:
-        return f"{n} {one if n == 1 else many}"
-    independent = [r for r in reproductions if r.independent]
-    authors = [r for r in reproductions if r.by_authors]
-    own = [r for r in reproductions if r.status == REPRODUCED and not r.independent and not r.by_authors]
-    failed = [r for r in reproductions if r.status == FAILED]
+    """The study header's line; 'No independent reproduction recorded' only while there is none.
+    Reproductions are counted by signer, the other kinds by run; unverified records by file."""
+    def runs(keep) -> set:
+        return {r.run for r in reproductions if keep(r)}
+    independent = independent_count(reproductions)
+    authors = runs(lambda r: r.by_authors)
+    own = runs(lambda r: r.status == REPRODUCED and not r.independent and not r.by_authors)
+    failed = runs(lambda r: r.status == FAILED)
     unverified = [r for r in reproductions if r.status == UNVERIFIED]
-    earlier = [r for r in reproductions if r.status == EARLIER]
-    head = (f"{count(len(independent), 'independent reproduction', 'independent reproductions')} of this bundle"
-            if independent else "No independent reproduction recorded")
+    earlier = runs(lambda r: r.status == EARLIER)
+    head = "No independent reproduction recorded"
+    if independent:
+        by_signer: dict = {}
+        for rep in reproductions:
+            if rep.independent:
+                by_signer.setdefault(rep.signature.signer, set()).add(rep.run)
+        who = [f"{signer} ({_count(len(made), 'run', 'runs')})" for signer, made in sorted(by_signer.items())]
+        shared = "; a run signed by more than one key counts once" if independent < len(by_signer) else ""
+        head = (f"{_count(independent, 'independent reproduction', 'independent reproductions')} of this bundle, "
+                f"by {' and '.join([', '.join(who[:-1]), who[-1]] if len(who) > 1 else who)}{shared}")
     rest = []
     if authors:
-        rest.append(f"{count(len(authors), 'run', 'runs')} by the authors matched the expected output (not independent)")
+        rest.append(f"{_count(len(authors), 'run', 'runs')} by the authors matched the expected output (not independent)")
     if own:
-        rest.append(f"{count(len(own), 'run', 'runs')} on the project's own machine matched the expected output (not independent)")
+        rest.append(f"{_count(len(own), 'run', 'runs')} on the project's own machine matched the expected output (not independent)")
     if failed:
-        rest.append(count(len(failed), "failed reproduction", "failed reproductions"))
+        rest.append(_count(len(failed), "failed reproduction", "failed reproductions"))
     if unverified:
-        rest.append(f"{count(len(unverified), 'unverified record', 'unverified records')} (unsigned, or not signed "
+        rest.append(f"{_count(len(unverified), 'unverified record', 'unverified records')} (unsigned, or not signed "
                     "by a listed signer), not counted")
     if earlier:
-        rest.append(f"{count(len(earlier), 'run', 'runs')} of an earlier bundle")
+        rest.append(f"{_count(len(earlier), 'run', 'runs')} of an earlier bundle")
     return head + ("; " + "; ".join(rest) if rest else "")

@@ -130,7 +130,7 @@ def test_signed_record_from_another_machine_counts_as_independent(recorded, tiny
     write_signed(root, _elsewhere(text), keys["alice"])
     found, errors = _load(root, tiny_bundle)
     assert not errors and found[0].independent
-    assert rp.reproduction_line(found) == "1 independent reproduction of this bundle"
+    assert rp.reproduction_line(found) == "1 independent reproduction of this bundle, by alice@example.org (1 run)"
 
 
 def test_machines_file_marks_a_project_machine(recorded, tiny_bundle, keys):
@@ -437,3 +437,61 @@ def test_an_unreadable_allowed_signers_file_is_one_error(recorded, tiny_bundle, 
     found, errors = _load(root, tiny_bundle)
     assert errors.lines() == [f"reproductions/allowed_signers: {message}"]
     assert found[0].status == rp.UNVERIFIED     # no signer can be trusted: listed, not counted
+
+
+# ---------------------------------------------------------------- counted by signer and run (issue 28, item 1)
+
+def _second_run(text: str) -> str:
+    """Another run on the same other machine, a minute later (checksum recomputed)."""
+    return _resign(re.sub(r'date: "[^"]+"', 'date: "2031-01-01T00:01:00Z"', _elsewhere(text)))
+
+
+def test_one_signed_record_under_two_names_is_one_reproduction(recorded, tiny_bundle, keys):
+    """Issue 28, item 1: the same bytes and signature under two names showed "2 independent reproductions"."""
+    root, text = recorded
+    path = write_signed(root, _elsewhere(text), keys["alice"])
+    shutil.copyfile(path, path.with_name("alice-copy.yaml"))
+    shutil.copyfile(path.with_name("alice.yaml.sig"), path.with_name("alice-copy.yaml.sig"))
+    found, errors = _load(root, tiny_bundle)
+    assert not errors and [r.independent for r in found] == [True, True]
+    assert rp.reproduction_line(found) == "1 independent reproduction of this bundle, by alice@example.org (1 run)"
+    first, copy = found       # listed by name: alice-copy.yaml, then alice.yaml
+    assert not first.same_run_as and copy.same_run_as == first.name == "alice-copy"
+    assert copy.label == "independent reproduction; the same run as alice-copy, counted once"
+
+
+def test_the_authors_record_copied_is_one_run_by_the_authors(recorded, tiny_bundle, keys):
+    root, text = recorded
+    write_signed(root, _elsewhere(text), keys["authors"])
+    write_signed(root, _elsewhere(text), keys["authors"], name="authors-again")
+    found, errors = _load(root, tiny_bundle)
+    assert not errors and len(found) == 2
+    assert rp.reproduction_line(found) == ("No independent reproduction recorded; 1 run by the authors matched the "
+                                           "expected output (not independent)")
+
+
+def test_two_runs_by_one_signer_are_one_independent_reproduction(recorded, tiny_bundle, keys):
+    """Issue 28, item 1: two runs by one signer counted as two independent reproductions."""
+    root, text = recorded
+    write_signed(root, _elsewhere(text), keys["alice"])
+    write_signed(root, _second_run(text), keys["alice"], name="alice-later")
+    found, errors = _load(root, tiny_bundle)
+    assert not errors and all(r.independent and not r.same_run_as for r in found)
+    assert rp.reproduction_line(found) == "1 independent reproduction of this bundle, by alice@example.org (2 runs)"
+
+
+def test_one_run_signed_by_two_keys_counts_once(recorded, tiny_bundle, keys):
+    """A second listed signer who signs a copy of alice's run did not run it."""
+    root, text = recorded
+    allow(root, keys, f"alice@example.org {public(keys['alice'])}\nbob@example.org {public(keys['mallory'])}\n")
+    write_signed(root, _elsewhere(text), keys["alice"])
+    write_signed(root, _elsewhere(text), keys["mallory"], name="bob")
+    found, errors = _load(root, tiny_bundle)
+    assert not errors and {r.signature.signer for r in found} == {"alice@example.org", "bob@example.org"}
+    assert rp.reproduction_line(found) == (
+        "1 independent reproduction of this bundle, by alice@example.org (1 run) and bob@example.org (1 run); "
+        "a run signed by more than one key counts once")
+    write_signed(root, _second_run(text), keys["mallory"], name="bob")     # bob's own run: two signers now
+    found, _errors = _load(root, tiny_bundle)
+    assert rp.reproduction_line(found) == ("2 independent reproductions of this bundle, by alice@example.org (1 run) "
+                                           "and bob@example.org (1 run)")
