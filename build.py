@@ -156,9 +156,18 @@ def _published(args, href: str) -> str:
 
 
 def cmd_verify_quoted(args) -> int:
+    from site_src.errors import BuildError
     from site_src.quoted import load, verify_against
     fixture = args.fixture if args.fixture.is_absolute() else args.root / args.fixture
-    problems = verify_against(load(fixture), args.source)
+    try:
+        problems = verify_against(load(fixture), args.source)
+    except BuildError as exc:   # a file that cannot be read as JSON: bad input, one line
+        print(f"build.py verify-quoted: error: {exc.format()}", file=sys.stderr)
+        return 2
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:   # a fixture of another shape
+        print(f"build.py verify-quoted: error: {fixture}: is not a fixture of quoted figures "
+              f"({type(exc).__name__}: {str(exc)[:80]})", file=sys.stderr)
+        return 2
     for line in problems:
         print(f"error: {line}", file=sys.stderr)
     if problems:

@@ -11,19 +11,73 @@ Two checks, kept apart on purpose:
 - `verify_against(quoted, path)` compares the fixture with a copy of the source file itself
   (`build.py verify-quoted PATH`): every recorded line must be that file's line, and the quoted
   block must equal the file's block, with nothing left out. The source file is never committed.
+
+Both files are read as the rest of the build reads its inputs: only a regular file (never a
+device, a pipe or a folder, which could be read for ever or block), at most `parse.MAX_BYTES`,
+UTF-8 JSON within the parser's bounds. A file that cannot be read so is a `BuildError` naming it.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from pathlib import Path
+
+from .errors import BuildError
+from .parse import MAX_BYTES, ParseProblem, json_value
 
 ROUNDING = 0.5e-6  # the source rounds to six decimals, so a mean of rounded values may differ by this
 
 
+def read_text(path: Path) -> str:
+    """The UTF-8 text of the regular file `path`, read with a bound. Raises BuildError (one line,
+    naming the file) for a file that is missing, not a regular file, too large or not UTF-8."""
+    where = str(path)
+    try:   # O_NONBLOCK: opening a named pipe must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise BuildError(f"cannot be read: {exc.strerror or exc}", where) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BuildError("is not a regular file (a device, a pipe or a folder): give a copy of the file itself",
+                             where)
+        if info.st_size > MAX_BYTES:
+            raise BuildError(f"is {info.st_size:,} bytes; a JSON file is read up to {MAX_BYTES // 2**20} MiB", where)
+        chunks, size = [], 0
+        while size <= MAX_BYTES:   # st_size can be 0 for a file that still yields bytes (/proc)
+            chunk = os.read(fd, min(1 << 20, MAX_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_BYTES:
+            raise BuildError(f"holds more than {MAX_BYTES // 2**20} MiB; a JSON file is read up to that", where)
+    except OSError as exc:
+        raise BuildError(f"cannot be read: {exc.strerror or exc}", where) from None
+    finally:
+        os.close(fd)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BuildError(f"is not UTF-8 text (byte {exc.start})", where) from None
+
+
+def parse_json(text: str, where: str):
+    """The JSON value of `text` (read from `where`), within the parser's bounds; raises BuildError."""
+    try:
+        return json_value(text)
+    except ParseProblem as exc:
+        raise BuildError(exc.message, f"{where}:{exc.line}" if exc.line else where) from None
+
+
 def load(path: Path) -> dict:
-    """A quoted fixture's JSON."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """A quoted fixture's JSON (a mapping). Raises BuildError when it cannot be read as one."""
+    data = parse_json(read_text(path), str(path))
+    if not isinstance(data, dict) or not isinstance(data.get("citation"), dict):
+        raise BuildError("is not a fixture of quoted figures (a JSON object with a citation)", str(path))
+    return data
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -117,14 +171,14 @@ def check_fixture(quoted: dict, name: str = "quoted fixture") -> list[str]:
 
 
 def verify_against(quoted: dict, source_path: Path) -> list[str]:
-    """Problems of the fixture against a copy of the source file; [] when they agree."""
+    """Problems of the fixture against a copy of the source file; [] when they agree. Raises
+    BuildError when the copy cannot be read as JSON (read_text)."""
     source_path = Path(source_path)
     problems: list[str] = []
-    try:
-        text = source_path.read_text(encoding="utf-8")
-        data = json.loads(text)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        return [f"{source_path}: cannot read it as JSON: {exc}"]
+    text = read_text(source_path)
+    data = parse_json(text, str(source_path))
+    if not isinstance(data, dict):
+        return [f"{source_path}: holds a JSON {type(data).__name__}, not the object the fixture quotes"]
     file_lines = text.splitlines()
     citation = quoted["citation"]
     for number, recorded in sorted(citation.get("source_lines", {}).items(), key=lambda kv: int(kv[0])):
@@ -139,8 +193,10 @@ def verify_against(quoted: dict, source_path: Path) -> list[str]:
         return problems + [f"{source_path}: no block {citation['block']!r}"]
     if block.get("tolerance") != quoted["tolerance"]:
         problems.append(f"{source_path}: tolerance {block.get('tolerance')}, the fixture quotes {quoted['tolerance']}")
-    means = block.get("per_model_mean_rho", {})
-    per_dim = block.get("per_model_dimension_rho", {})
+    means, per_dim = block.get("per_model_mean_rho"), block.get("per_model_dimension_rho")
+    if not isinstance(means, dict) or not isinstance(per_dim, dict):
+        return problems + [f"{source_path}: block {citation['block']!r} lacks per_model_mean_rho or "
+                           "per_model_dimension_rho (each a JSON object)"]
     left_out = sorted(set(means) - set(quoted["models"]))
     if left_out:
         problems.append(f"{source_path}: models of the block the fixture leaves out: {', '.join(left_out)}")
@@ -151,3 +207,4 @@ def verify_against(quoted: dict, source_path: Path) -> list[str]:
         if per_dim.get(model) != quoted["per_dimension_rho"][model]:
             problems.append(f"{source_path}: the per-dimension rhos of {model} differ from the fixture's")
     return problems + check_fixture(quoted)
+

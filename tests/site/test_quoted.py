@@ -131,3 +131,43 @@ def test_verify_quoted_command_accepts_an_agreeing_copy_and_names_the_line_that_
     data["E04"]["per_model_mean_rho"]["Another-RM"] = 0.1
     source.write_text(json.dumps(data, indent=2) + "\n")
     assert "leaves out: Another-RM" in _verify(source).stderr
+
+
+# ---------------------------------------------------------------- what verify-quoted will read (issue 28, item 9)
+
+def _refused(path, *extra) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, str(REPO / "build.py"), "verify-quoted", str(path), *extra],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("build.py verify-quoted: error: "), done.stderr
+    return done
+
+
+@pytest.mark.parametrize("what", ["/dev/zero", "pipe", "folder"])
+def test_verify_quoted_refuses_what_is_not_a_regular_file_at_once(tmp_path, what):
+    """Issue 28, item 9: /dev/zero was read without bound (7 GB in 18 s); a named pipe hung it."""
+    import os
+    path = {"/dev/zero": Path("/dev/zero"), "pipe": tmp_path / "pipe", "folder": tmp_path}[what]
+    if what == "pipe":
+        os.mkfifo(path)
+    done = _refused(path)
+    assert f"{path}: is not a regular file" in done.stderr
+    assert f"{path}: is not a regular file" in _refused(QUOTED, "--fixture", str(path)).stderr   # the fixture too
+
+
+def test_verify_quoted_bounds_every_read(tmp_path):
+    big = tmp_path / "big.json"
+    with big.open("wb") as handle:
+        handle.truncate(17 * 2**20)            # sparse: nothing is written
+    assert "is 17,825,792 bytes; a JSON file is read up to 16 MiB" in _refused(big).stderr
+    assert "cannot be read: No such file or directory" in _refused(tmp_path / "missing.json").stderr
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    assert "nested too deeply to read" in _refused(deep).stderr
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b"\xff{}")
+    assert "is not UTF-8 text (byte 0)" in _refused(bad).stderr
+    # a fixture of another shape is one line too, never a traceback
+    other = tmp_path / "other.json"
+    other.write_text('{"citation": {}}')
+    assert "is not a fixture of quoted figures" in _refused(QUOTED, "--fixture", str(other)).stderr
