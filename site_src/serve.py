@@ -30,6 +30,10 @@ WATCHED = ("content", "templates", "bundles", "quoted", "registrations", "reprod
 LIVE_PREFIX = "/__serve/"
 LIVE_TAG = b'<script src="/__serve/live.js"></script>'
 KEEPALIVE_S = 10.0
+IDLE_S = 20.0            # a connection silent this long is closed (more than KEEPALIVE_S: event streams write)
+MAX_CONNECTIONS = 64     # served at once: each open page holds one for its event stream
+BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 29\r\n"
+        b"Connection: close\r\n\r\ntoo many connections at once\n")
 
 
 class PortRefused(BuildError):
@@ -134,11 +138,64 @@ def run_build(build_and_report, state: BuildState) -> None:
         state.publish(result == 0, [] if result == 0 else ["the build failed: see the terminal for its errors"])
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    """A thread per connection, at most `limit` at once; what comes beyond is refused at once."""
+
+    daemon_threads = True
+
+    def __init__(self, address, handler, limit: int):
+        super().__init__(address, handler)
+        self.slots = threading.BoundedSemaphore(limit)
+        port = self.server_address[1]
+        # the names a page served from here is reached by (a browser leaves out port 80)
+        self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"} | ({"127.0.0.1", "localhost"} if port == 80 else set())
+
+    def process_request(self, request, client_address):
+        if not self.slots.acquire(blocking=False):
+            try:
+                request.settimeout(1.0)
+                request.sendall(BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+
 class _Handler(http.server.SimpleHTTPRequestHandler):
     state: BuildState = None   # set per server
+    timeout = IDLE_S           # set per server; StreamRequestHandler puts it on the socket
 
     def log_message(self, format, *args):  # keep the console for build reports
         pass
+
+    def parse_request(self) -> bool:
+        """The request line and headers, and a Host naming this server (DNS rebinding)."""
+        if not super().parse_request():
+            return False
+        hosts = self.headers.get_all("Host") or []
+        if len(hosts) != 1:
+            self.send_error(400, "one Host header is required")
+            return False
+        if hosts[0].strip().lower() not in self.server.hosts:
+            self.send_error(421, "this server answers only 127.0.0.1 and localhost")
+            return False
+        return True
+
+    def list_directory(self, path):
+        """Folders are not listed: a folder without index.html is not a page."""
+        self.send_error(404, "File not found")
+        return None
 
     def end_headers(self):
         self.send_header("Cache-Control", "no-store")
@@ -202,14 +259,13 @@ def serve(root: Path, out: Path, port: int, build_and_report, interval: float = 
     """Listen on 127.0.0.1:`port` (raises PortRefused, before any build), build, then serve and
     rebuild on every change until `stop` is set or Ctrl-C."""
     state = BuildState()
-    handler = functools.partial(type("Handler", (_Handler,), {"state": state}), directory=str(out))
+    handler = functools.partial(type("Handler", (_Handler,), {"state": state, "timeout": IDLE_S}), directory=str(out))
     try:
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+        server = _Server(("127.0.0.1", port), handler, MAX_CONNECTIONS)
     except OSError as exc:
         raise PortRefused(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}"
                           + (" (another server uses it; choose another --port, or 0 for a free one)"
                              if getattr(exc, "errno", None) == errno.EADDRINUSE else "")) from None
-    server.daemon_threads = True
     dirs = git_dirs(root)
     run_build(build_and_report, state)
     seen = snapshot(root, dirs)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -112,3 +113,88 @@ def test_a_commit_rebuilds(site):
     finally:
         stop.set()
         thread.join(timeout=10)
+
+
+# ---------------------------------------------------------------- hostile clients (issue 28, item 12)
+
+@pytest.fixture
+def bare_server(tmp_path, monkeypatch):
+    """serve() over a hand-made out/ (no build: the builder does nothing), with a short idle time
+    and a small connection limit; yields the port."""
+    import site_src.serve as serve_module
+    monkeypatch.setattr(serve_module, "IDLE_S", 1.0, raising=False)
+    monkeypatch.setattr(serve_module, "MAX_CONNECTIONS", 8, raising=False)
+    out = tmp_path / "out"
+    (out / "assets").mkdir(parents=True)
+    (out / "assets" / "site.css").write_text("body {}\n")
+    (out / "index.html").write_text("<html><body><p>home</p></body></html>\n")
+    port = _free_port()
+    stop = threading.Event()
+    thread = threading.Thread(target=serve, args=(tmp_path, out, port, lambda: 0),
+                              kwargs={"interval": 0.1, "stop": stop}, daemon=True)
+    thread.start()
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            _get(f"http://127.0.0.1:{port}/")
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield port
+    stop.set()
+    thread.join(timeout=10)
+
+
+def _raw(port: int, request: bytes) -> str:
+    """The status line the server answers a raw request with."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(request)
+        data = b""
+        while b"\r\n" not in data:
+            chunk = conn.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return data.split(b"\r\n", 1)[0].decode()
+
+
+def test_serve_answers_only_its_own_host_names(bare_server):
+    """Issue 28, item 12: any Host was answered, so a DNS-rebinding page could read the site."""
+    port = bare_server
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}"):
+        assert _raw(port, f"GET / HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()).endswith(" 200 OK"), host
+    for path in ("/", "/__serve/state", "/__serve/events", "/assets/site.css"):
+        for host in (f"evil.example:{port}", "evil.example", "127.0.0.1", f"127.0.0.1.evil.example:{port}",
+                     f"localhost:{port + 1}", f"[::1]:{port}"):
+            status = _raw(port, f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            assert " 421 " in status, (path, host, status)
+    assert " 400 " in _raw(port, b"GET / HTTP/1.0\r\n\r\n")                                  # no Host at all
+    assert " 400 " in _raw(port, f"GET / HTTP/1.1\r\nHost: localhost:{port}\r\nHost: evil.example\r\n\r\n".encode())
+
+
+def test_serve_lists_no_folder(bare_server):
+    """Issue 28, item 12: /assets/ was answered with a listing of the folder."""
+    port = bare_server
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        _get(f"http://127.0.0.1:{port}/assets/")
+    assert refused.value.code == 404 and b"site.css" not in refused.value.read()
+    assert _get(f"http://127.0.0.1:{port}/assets/site.css") == "body {}\n"
+
+
+def test_idle_connections_are_bounded_and_closed(bare_server):
+    """Issue 28, item 12: 400 idle sockets became 402 threads, none of them ever closed."""
+    port = bare_server
+    before = threading.active_count()
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(40)]
+    try:
+        time.sleep(0.5)
+        assert threading.active_count() <= before + 8, threading.active_count() - before
+        started = time.time()
+        for conn in idle:           # each is closed by the server: at once (beyond the limit) or when idle
+            data = conn.recv(4096)
+            assert data == b"" or data.startswith(b"HTTP/1.0 503 "), data[:40]
+        assert time.time() - started < 8
+        assert _get(f"http://127.0.0.1:{port}/").startswith("<html>")      # and the server still serves
+    finally:
+        for conn in idle:
+            conn.close()
