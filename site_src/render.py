@@ -43,6 +43,7 @@ class Rendered:
     figure_count: int = 0
     drawings: list = field(default_factory=list)    # (Drawing, figure id, line) not yet in `html`
     figures: list = field(default_factory=list)     # the page's figure blocks (blocks.figure.FigureBlock)
+    findings: list = field(default_factory=list)    # (number, line, claim, [Resolved]) of each finding shown
 
     def complete(self, page, errors) -> None:
         """Put each figure's drawing in place (waiting for it); one that failed is reported at

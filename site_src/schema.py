@@ -135,10 +135,12 @@ FINDINGS_BLOCK = Schema({
 
 FINDING = Schema({
     "text": Field("one sentence of Markdown holding its number as a value reference (its receipt)", required=True),
-    "claim": Field("the claim kind of the finding", required=True, choices=CLAIMS),
-    "trust": Field("its trust rung (default: the page's, or the study's); never above either", choices=TRUST),
+    "claim": Field("the claim kind of the finding: one its study's claim allows and its values support",
+                   required=True, choices=CLAIMS),
+    "trust": Field("its trust rung, which is its study's (the page's on a study page); typed, it must be that",
+                   choices=TRUST),
     "study": Field("the study page the finding comes from, relative to content/ (studies/organism.md): the "
-                   "finding links to it"),
+                   "finding links to it and takes its rung; required off a study page"),
 }, unknown="unknown key", kind_name="key", missing="")
 
 GLOSSARY_BLOCK = Schema({

@@ -30,6 +30,8 @@ WORD_KINDS = (
     ({"attribution", "lens", "crystallization"}, OBSERVATIONAL),
 )
 NEUTRAL_ROOTS = {"counts"}
+# The score a ranking by chance gets (an AUC of 0.5): a constant beside the methods' scores.
+NEUTRAL_LEAVES = {"chance"}
 # The key's own verification (resample ablation, path patching) intervenes on the model.
 CAUSAL_ROOTS = {"key_check"}
 # Key recovery scores the methods against a key: one method's score has that method's kind; a
@@ -46,7 +48,7 @@ def value_kind(source: str, expression: str) -> str | None:
     key = expression.split("#", 1)[1] if "#" in expression else ""
     key = key.split("|", 1)[0].strip()
     parts = [p for p in key.split("/") if p]
-    if not parts or parts[0] in NEUTRAL_ROOTS:
+    if not parts or parts[0] in NEUTRAL_ROOTS or parts[-1] in NEUTRAL_LEAVES:
         return None
     words = {w for p in parts for w in re.split(r"[_\-.]", p.lower())}
     if parts[0] in CAUSAL_ROOTS:

@@ -113,8 +113,12 @@ class PageCheck:
 
     # -- claims ------------------------------------------------------------------------------
     def resolved_kind(self, resolved) -> str | None:
-        """The claim kind of a value the page shows, from its fixture and key path."""
+        """The claim kind of a value the page shows, from its fixture and key path (a correction's
+        value has the kind of the golden.json value it corrects)."""
         expression = resolved.expression or ""
+        corrected = self._corrected_key(resolved)
+        if corrected is not None:
+            return claims.value_kind(resolved.source, corrected)
         if "#" not in expression.split("|", 1)[0] and resolved.line and Path(resolved.source).suffix in (".json", ".yaml", ".yml"):
             try:  # FILE:LINE: take the key path that sits on that line
                 fixture = self.honesty.resolver.cache.get(self.honesty.root / resolved.source, resolved.source)
@@ -126,8 +130,29 @@ class PageCheck:
                 pass
         return claims.value_kind(resolved.source, expression)
 
+    def _corrected_key(self, resolved) -> str | None:
+        """`golden.json#KEY` of the value a bundle's correction note corrects, when `resolved` reads
+        a line of one (bundles/<study>/CORRECTIONS.md); None otherwise."""
+        match = BUNDLE_PATH.match(resolved.source or "")
+        if match is None or Path(resolved.source).name != "CORRECTIONS.md" or not resolved.line:
+            return None
+        for item in self.honesty.corrections(match.group(1)):
+            if item.rel == resolved.source and resolved.line in item.lines.values():
+                return f"{contract.GOLDEN}#{item.key_path}"
+        return None
+
+    def findings(self, rendered) -> None:
+        """Each finding's claim kind must be the kind the values it quotes support (when they
+        support one): a finding never names its own kind (site_src/blocks/findings.py)."""
+        for number, line, claim, values in rendered.findings:
+            supported = claims.page_kind([self.resolved_kind(resolved) for resolved in values])
+            if supported is not None and supported != claim:
+                self.error(f"findings block: claim {number}: claim {claim!r} is not what its values support: "
+                           f"together they make it {supported!r}", line)
+
     def run(self, rendered) -> None:
         """Every rung and claim check of the page and its figure blocks."""
+        self.findings(rendered)
         page = self.page
         figure_kinds = []
         for block in rendered.figures:   # the page's figure blocks, as parsed (site_src/blocks/figure.py)

@@ -81,10 +81,12 @@ def test_an_unknown_term_and_a_bad_glossary_fail_with_their_lines(site, capsys):
 
 def test_a_study_opens_with_three_to_five_findings_each_with_its_receipt(site, capsys, monkeypatch):
     _study_site(site, monkeypatch)
+    (site / "bundles/demo/golden.json").write_text(
+        '{\n  "study": "demo",\n  "mean_rho": 0.25,\n  "patching_effect": 0.5,\n  "attribution_score": 0.1\n}\n')
     body = ("```findings\nclaims:\n"
             "  - text: The mean rho is {{ golden.json:3 }}.\n    claim: observational vs causal\n"
-            "  - text: Patching moves it {{ golden.json:3 }}.\n    claim: causal\n"
-            "  - text: Attribution reads {{ golden.json:3 }}.\n    claim: observational\n"
+            "  - text: Patching moves it {{ golden.json#patching_effect }}.\n    claim: causal\n"
+            "  - text: Attribution reads {{ golden.json#attribution_score }}.\n    claim: observational\n"
             "```\n\n## Result\n\nText.\n")
     write_page(site, "studies/demo.md", body, STUDY_FRONT)
     assert run(site) == 0
@@ -120,7 +122,8 @@ def test_a_findings_box_refuses_what_the_evidence_does_not_carry(site, capsys, m
     assert run(site) == 1
     err = capsys.readouterr().err
     assert "content/studies/demo.md:12: findings block: claim 1: holds no value reference" in err
-    assert "content/studies/demo.md:12: findings block: claim 2: claims the rung 'registered', above its page's 'exploratory'" in err
+    assert ("content/studies/demo.md:12: findings block: claim 2: claims the rung 'registered', but its page's is "
+            "'exploratory': a finding takes its study's rung (drop trust:)") in err
     assert "content/home.md:6: findings block: claim 1: study 'studies/nope.md' names no page under content/" in err
 
 
@@ -136,3 +139,47 @@ def test_a_home_finding_links_its_study_and_takes_its_rung(site, monkeypatch):
     box = home[home.index('<section class="findings"'):]
     assert ">Found so far<" in box and '<a class="finding-study" href="studies/demo/">Demo</a>' in box
     assert "▮▯▯</span> exploratory" in box
+
+
+def test_a_finding_takes_its_rung_and_claim_kind_from_its_study_never_its_own(site, capsys, monkeypatch):
+    """Issue 28, item 4: on the home page a finding without `study:` typed its own `trust:` and
+    `claim:`, and the organism's exploratory rho was published as "causal, registered"."""
+    _study_site(site, monkeypatch)
+    write_page(site, "studies/demo.md", "## Result\n\nText.\n", STUDY_FRONT)
+    write_page(site, "studies/seen.md", "## Result\n\nText.\n",
+               STUDY_FRONT.replace("title: Demo study", "title: Seen").replace("claim: observational vs causal",
+                                                                              "claim: observational"))
+    (site / "bundles/other").mkdir()
+    (site / "bundles/other/golden.json").write_text('{\n  "study": "other",\n  "mean_rho": 0.9\n}\n')
+    claims = [
+        # 1: no study: it typed its own rung and kind
+        "  - text: The rho is {{ bundles/demo/golden.json#mean_rho }}.\n    claim: causal\n    trust: registered\n",
+        # 2: a rung its study does not have
+        "  - text: The rho is {{ bundles/demo/golden.json#mean_rho }}.\n    claim: observational vs causal\n"
+        "    trust: registered\n    study: studies/demo.md\n",
+        # 3: a rank correlation is not causal
+        "  - text: The rho is {{ bundles/demo/golden.json#mean_rho }}.\n    claim: causal\n    study: studies/demo.md\n",
+        # 4: another study's value, under this study's name
+        "  - text: The rho is {{ bundles/other/golden.json#mean_rho }}.\n    claim: observational vs causal\n"
+        "    study: studies/demo.md\n",
+        # 5: a kind its study's claim does not allow
+        "  - text: It is {{ data/golden.json:3 }}.\n    claim: causal\n    study: studies/seen.md\n",
+        # 6: as it should be: the rung typed is its study's, the kind its value's
+        "  - text: The rho is {{ bundles/demo/golden.json#mean_rho }}.\n    claim: observational vs causal\n"
+        "    trust: exploratory\n    study: studies/demo.md\n",
+    ]
+    write_page(site, "home.md", "```findings\nclaims:\n" + "".join(claims) + "```\n", "title: Home\nsummary: S.\n")
+    assert run(site) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if "content/home.md" in line]
+    at = "error: content/home.md:6: findings block: claim"
+    assert err == [
+        f"{at} 1: names no study: off a study page a finding says which study it comes from "
+        "(study: studies/NAME.md), whose rung and claim kind it takes",
+        f"{at} 2: claims the rung 'registered', but its study's is 'exploratory': a finding takes its study's rung "
+        "(drop trust:)",
+        f"{at} 4: quotes bundles/other/golden.json, which is not its study's bundle (bundles/demo/): a finding's "
+        "rung and claim come from its study, so it quotes that study's values",
+        f"{at} 5: a causal finding from a study whose claim is 'observational'",
+        f"{at} 1: claim 'causal' is not what its values support: together they make it 'observational vs causal'",
+        f"{at} 3: claim 'causal' is not what its values support: together they make it 'observational vs causal'",
+    ], err
