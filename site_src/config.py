@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from . import robust
 from .errors import BuildError
 from .parse import ParseProblem, load_yaml
 from .schema import SITE
@@ -70,6 +71,12 @@ def load_config(files, errors, rel: str = "content/site.yaml") -> SiteConfig:
     if not isinstance(authors, list) or not all(isinstance(a, str) and a.strip() for a in authors):
         errors.add(BuildError("'authors' must be a list of names", f"{rel}:{lines.get('authors', 1)}"))
         authors = []
+    # on every page (header, description, navigation): the robustness rule holds here too
+    for key, texts in (("title", [data.get("title")]), ("description", [data.get("description")]),
+                       ("nav", [g.title for g in groups])):
+        for text in texts:
+            if isinstance(text, str):
+                robust.check_text(text, f"{rel}:{lines.get(key, 1)}", errors)
     return SiteConfig(str(data.get("title", "Untitled")), str(data.get("base_url") or ""), nav, nav_lines,
                       str(data.get("description") or ""), tuple(groups), tuple(authors))
 

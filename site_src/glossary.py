@@ -12,7 +12,9 @@ term) and show its definition on hover and keyboard focus (templates/static/site
 warns about a term a page uses in its prose before it links it, or without linking it at all
 (`Usage`): the reader meets the word before its definition. The glossary page itself is exempt.
 
-Definitions are prose: the number rule applies to them (a measured number has no place in one).
+Definitions are prose: the number rule applies to them (a measured number has no place in one),
+and so does the robustness rule, to them and to every form of a term (site_src/robust.py): they
+are published on the glossary page and in every tooltip, where no share can stand beside them.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from . import robust
 from .errors import BuildError
 from .numbers import unbound_numbers
 from .config import read_yaml_file
@@ -108,6 +111,9 @@ def load_glossary(files, errors, rel: str = REL) -> Glossary:
         for number in unbound_numbers(entry["definition"]):
             errors.add(BuildError(f"term {term_id}: the definition holds the number {number.text!r}: a definition "
                                   "is prose and states no measured value", definition_at))
+        # published on the glossary page and in every tooltip: the rules of prose hold here too
+        for text, key in ((entry["term"], "term"), *((a, "also") for a in also), (entry["definition"], "definition")):
+            robust.check_text(text, f"{rel}:{key_lines.get(key, line)}", errors, prefix=f"term {term_id}: ")
         term = Term(term_id, entry["term"], " ".join(entry["definition"].split()), tuple(also), line)
         clash = [f for f in (term.term, *term.also) if f.lower() in forms]
         if clash:

@@ -4,8 +4,8 @@ the site plugin, which owns every rule of ours, parse and render alike:
 - parse rules: `{{ REF }}` value references and `{{! TEXT }}` literals, `[[fig:ID]]` figure links,
   `[[term:ID]]` glossary terms (inline); fences of a block kind become `<kind>_block` tokens carrying the block, parsed once
   and checked against its schema (core, site_src/blocks/); every inline token learns its page
-  line (core); a text token calling a conclusion robust learns its sentence's references (core,
-  site_src/robust.py);
+  line (core); every inline token's children open with a `robust_check` token, whose render rule
+  runs the robustness rule over what a reader reads of them (core, site_src/robust.py);
 - render rules: one per token type (site_src/render.py, and each block kind's in site_src/blocks/),
   each taking what it needs (the page, its resolver, the error list, the figure numbers, the
   templates) from `env["page"]`, a render.PageContext.
@@ -18,10 +18,11 @@ import re
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
+from markdown_it.token import Token
 from mdit_py_plugins.anchors import anchors_plugin
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-from . import blocks, robust
+from . import blocks
 from .pages import Parsed
 from .render import RULES, PageContext, Rendered
 from .schema import FIGURE_ID
@@ -113,12 +114,14 @@ def _lines(state: StateCore) -> None:
 
 
 def _robust(state: StateCore) -> None:
-    """Each text token that calls a conclusion robust learns the references of its sentence
-    (`meta["robust"]`), which its render rule checks (site_src/robust.py)."""
+    """Every inline token's children (a paragraph, a heading, a table cell, a caption, a finding)
+    open with a `robust_check` token: its render rule reads them all, as the reader will, and
+    checks every robustness claim there (render.robust_check, site_src/robust.py)."""
     for token in state.tokens:
         if token.type == "inline" and token.children:
-            for child, claim in robust.claims(token.children):
-                child.meta.setdefault("robust", []).append(claim)
+            check = Token("robust_check", "", 0)
+            check.meta = {"line": token.children[0].meta.get("line", 1) if token.children[0].meta else 1}
+            token.children.insert(0, check)
 
 
 def _stamp(children, first: int) -> None:

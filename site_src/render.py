@@ -18,7 +18,7 @@ from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
 from markupsafe import Markup, escape
 
-from . import robust
+from . import robust, visible
 from .errors import BuildError, Errors, FixtureProblem
 from .glossary import PAGE as GLOSSARY_PAGE, Glossary, Usage, unknown_term
 from .mathml import to_mathml
@@ -146,8 +146,7 @@ def check_field(text: str, where: str, errors) -> None:
     """Prose of the front matter: the number rule, and the robustness rule, which no text
     without references can meet (site_src/robust.py)."""
     check_prose(text, where, errors)
-    for word in robust.claimed_words(text):
-        errors.add(BuildError(robust.problem(robust.Claim(word, []), []), where))
+    robust.check_text(text, where, errors)
 
 
 _MISSING = Markup('<span class="ref-missing">?</span>')
@@ -215,12 +214,29 @@ def text(self, tokens, idx, options, env) -> str:
     token = tokens[idx]
     ctx = page_context(env, token)
     check_prose(token.content, ctx.page.where(ctx.line), ctx.errors)
-    for claim in token.meta.get("robust", ()):
-        check_robust(ctx, claim)
     if not ctx.in_heading and not ctx.in_link:
         ctx.usage.prose(ctx.glossary, token.content, ctx.line)
     ctx.words(token.content)
     return escapeHtml(token.content)
+
+
+def robust_check(self, tokens, idx, options, env) -> str:
+    """The robustness rule over what a reader reads of these inline tokens (site_src/visible.py):
+    each claim needs a share of at least robust.ROBUST_SHARE in its sentence. Renders nothing."""
+    ctx = page_context(env, tokens[idx])
+
+    def term_words(token) -> str:
+        term = ctx.glossary.terms.get(token.content)
+        return token.meta.get("shown") or (term.term if term else token.content)
+
+    def math_text(token) -> str:
+        try:
+            return visible.html_text(to_mathml(token.content.strip(), token.type != "math_inline"))
+        except Exception:  # noqa: BLE001 - the math rule reports what does not convert
+            return ""
+    for claim in robust.claims(visible.inline_pieces(tokens[idx + 1:], term_words, math_text)):
+        check_robust(ctx, claim)
+    return ""
 
 
 def check_robust(ctx: PageContext, claim: robust.Claim) -> None:
@@ -242,7 +258,7 @@ def check_robust(ctx: PageContext, claim: robust.Claim) -> None:
             shares.append((text, value))
     message = robust.problem(claim, shares)
     if message:
-        ctx.error(message, ctx.line)
+        ctx.error(message, claim.line)
 
 
 def code_inline(self, tokens, idx, options, env) -> str:
@@ -299,6 +315,8 @@ def math(self, tokens, idx, options, env) -> str:
     except Exception as exc:  # latex2mathml raises several exception types for bad input
         ctx.error(f"math does not convert to MathML: {exc}", token_line(token))
         mathml = Markup("")
+    if block:   # an equation on its own holds no reference (inline math is read with its sentence)
+        robust.check_text(visible.html_text(mathml), ctx.page.where(token_line(token)), ctx.errors)
     # a wide equation scrolls inside its own box, which keyboards must reach
     return str(ctx.partial("math_block.html", mathml=mathml) if block else mathml)
 
@@ -310,6 +328,8 @@ def raw_html(self, tokens, idx, options, env) -> str:
     for problem in html_problems(token.content):
         ctx.error(f"raw HTML: {problem}", ctx.line)
     check_prose(re.sub(r"<[^>]*>", " ", token.content), ctx.page.where(ctx.line), ctx.errors)
+    if token.type == "html_block":   # inline HTML is read with its paragraph (robust_check)
+        robust.check_text(visible.html_text(token.content), ctx.page.where(ctx.line), ctx.errors)
     return token.content
 
 
@@ -362,7 +382,7 @@ def focusable(self, tokens, idx, options, env) -> str:
 
 # token type -> render rule (the fenced blocks' rules come from site_src/blocks/)
 RULES = {
-    "value_ref": value_ref, "literal": literal, "ref_error": ref_error, "fig_ref": fig_ref, "term_ref": term_ref,
+    "robust_check": robust_check, "value_ref": value_ref, "literal": literal, "ref_error": ref_error, "fig_ref": fig_ref, "term_ref": term_ref,
     "text": text, "code_inline": code_inline, "image": image,
     "math_inline": math, "math_inline_double": math, "math_block": math, "math_block_label": math,
     "html_inline": raw_html, "html_block": raw_html,

@@ -1,61 +1,138 @@
 """The robustness rule: prose may call a conclusion robust only where it shows that the
 conclusion holds in at least `ROBUST_SHARE` of its specifications.
 
-A sentence that uses the word `robust` (or `robustly`, `robustness`), not negated (`not robust`,
-`never robust`, `no longer robust`), must hold, in the same sentence, a value reference to a
-share of specifications, that is a reference whose key path ends in a key named `share` or
-`share_...` (as a specification curve's summary names it), that resolves to a number of at least
-`ROBUST_SHARE`. One such share is enough; a sentence with none, or whose shares are all lower,
-fails the build at the word's line. Prose without references (front matter) cannot show a share,
-so the word is refused there.
+A sentence that uses the word `robust` (or `robustly`, `robustness`), not negated, must hold, in
+the same sentence, a value reference to a share of specifications, that is a reference whose key
+path ends in a key named `share` or `share_...` (as a specification curve's summary names it),
+that resolves to a number of at least `ROBUST_SHARE`. One such share is enough; a sentence with
+none, or whose shares are all lower, fails the build at the word's line. Text without references
+(front matter, the glossary, a table's headers, raw HTML) cannot show a share, so the word is
+refused there.
 
-Sentences end at `.`, `!` or `?` followed by a space or the end of the paragraph; a decimal point
-ends nothing. The rule is generic: it knows no study, only the name of the key and the threshold.
+The rule reads what a reader reads, not the source: the visible text of each sentence
+(site_src/visible.py: after markup, literals, code, math, link labels, alt text), `fold`ed so
+that invisible characters (a soft hyphen, a zero-width space, any default-ignorable code point)
+vanish, compatibility forms (full-width, mathematical letters) and accents fall to plain
+letters, and Cyrillic, Greek and other look-alike letters become the Latin ones they resemble.
+Negation is read narrowly: `not`, `never`, `nor`, `neither`, `no longer`, `cannot`, `-n't` and
+`non-`, directly before the word or across at most two words that keep the negation (`not quite
+robust`, `isn't very robust`, `does not seem robust`); `not only`, `not just`, `nothing if not`
+and a double negation are claims.
+
+Sentences end at `.`, `!` or `?` followed by a space or the end of the text, and wherever text is
+shown apart (an image's alt text, a tooltip, a block of HTML); a decimal point ends nothing. The
+rule is generic: it knows no study, only the name of the key and the threshold.
 """
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
+from .errors import BuildError
+from .visible import END, Piece
+
 ROBUST_SHARE = 0.9
+REF_MARK = "\ue000"     # a value reference's place in a sentence's text
 
 _WORD = re.compile(r"\brobust(?:ly|ness)?\b", re.IGNORECASE)
-_NEGATED = re.compile(r"(?:\b(?:not|never|nor|no longer)|n't)\s+(?:\w+\s+)?$", re.IGNORECASE)
-_END = re.compile(r"[.!?][\"'”’)]*(?=\s|$)")
+# words that may stand between a negation and the word without undoing it
+_KEEPS = ("a|an|be|been|being|is|are|was|were|seem|seems|seemed|look|looks|appear|appears|prove|proves|"
+          "proved|remain|remains|remained|stay|stays|become|becomes|very|quite|entirely|fully|particularly|"
+          "especially|sufficiently|necessarily|always|yet|so|as|that|really|completely|wholly|equally|all|at|"
+          "terribly|overly|too")
+_NEGATION = re.compile(rf"(?:(?<![\w'’])(?:not|never|nor|neither|cannot|no\s+longer)|n['’]t)\s+"
+                       rf"(?:(?:{_KEEPS})\s+){{0,2}}$", re.IGNORECASE)
+_NON = re.compile(r"\bnon-$", re.IGNORECASE)
+_UNDONE = re.compile(r"(?:\bif|\bnot|\bnever|n['’]t)\s+$", re.IGNORECASE)   # 'nothing if not', 'not not'
+_END = re.compile(rf"[.!?][\"'”’)]*(?=\s|$|{END})|{END}")
+
+# Default-ignorable code points (Unicode's DerivedCoreProperties), beyond the format characters
+# (category Cf) removed by category: a reader sees nothing there.
+_IGNORABLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
+                        "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+# Letters that look like Latin ones: Cyrillic, Greek, Armenian, Latin small capitals (after NFKC).
+_CONFUSABLES = str.maketrans(
+    "аеорсухѕіјԁһԛԝьвкмнтѵԍ" "АВЕКМНОРСТХЅІЈԌ"
+    "αβεικνορτυχγωϲϳ" "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
+    "օսոհզ"
+    "ʀᴏʙᴜꜱᴛᴀᴄᴅᴇɢʜɪᴊᴋʟᴍɴᴘᴠᴡʏᴢ",
+    "aeopcyxsijdhqwbbkmhtvg" "ABEKMHOPCTXSIJG"
+    "aBeikvoptuxywcj" "ABEZHIKMNOPTYX"
+    "ounhq"
+    "robustacdeghijklmnpvwyz")
 
 
 @dataclass
 class Claim:
-    """One use of the word, and the value references of its sentence (as written)."""
+    """One use of the word, the value references of its sentence, and the word's page line."""
 
     word: str
     refs: list
+    line: int = 1
+
+
+def fold(text: str) -> str:
+    """`text` as a reader sees it, spelled plainly: invisible characters removed, compatibility
+    forms and accents folded, look-alike letters made Latin."""
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    text = _IGNORABLE.sub("", unicodedata.normalize("NFKC", text))
+    text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
+    return unicodedata.normalize("NFC", text).translate(_CONFUSABLES)
+
+
+def _negated(before: str) -> bool:
+    """Whether the text just before the word negates it (read narrowly: see the module's doc)."""
+    if _NON.search(before):
+        return True
+    match = _NEGATION.search(before)
+    return match is not None and not _UNDONE.search(before[:match.start()])
 
 
 def claimed_words(text: str) -> list[str]:
-    """The uses of the word in `text` that are not negated."""
-    return [m.group(0) for m in _WORD.finditer(text) if not _NEGATED.search(text[:m.start()])]
+    """The uses of the word in `text` (folded first) that are not negated."""
+    text = fold(text)
+    return [m.group(0) for m in _WORD.finditer(text) if not _negated(text[:m.start()])]
 
 
-def claims(children) -> list[tuple[object, Claim]]:
-    """Every robustness claim among an inline token's children (in order), each with the text
-    token that holds the word: the children are split into sentences at the text tokens' sentence
-    ends; a value reference belongs to the sentence it sits in, before or after the word."""
-    found: list = []
-    sentence_refs: list = []   # shared by the sentence's claims, so later references join them
-    for child in children:
-        if child.type == "value_ref":
-            sentence_refs.append(child.content)
-            continue
-        if child.type != "text":
-            continue
-        pieces = _END.split(child.content)
-        for i, piece in enumerate(pieces):
-            for word in claimed_words(piece):
-                found.append((child, Claim(word, sentence_refs)))
-            if i < len(pieces) - 1:   # a sentence ended after this piece
-                sentence_refs = []
+def check_text(text: str, where: str, errors, prefix: str = "") -> None:
+    """The rule over published text that can hold no reference (front matter, the glossary, a
+    block's title or headers, raw HTML, site.yaml): every claim there fails, at `where`."""
+    for word in claimed_words(text):
+        errors.add(BuildError(prefix + problem(Claim(word, []), []), where))
+
+
+def claims(pieces: list[Piece]) -> list[Claim]:
+    """Every robustness claim in a run of visible text (site_src/visible.py), each with the value
+    references of its sentence, before or after the word, and the line the word starts on."""
+    text, starts, refs = "", [], []
+    for piece in pieces:
+        starts.append((len(text), piece.line))
+        if piece.ref is not None:
+            refs.append(piece.ref)
+            text += REF_MARK
+        else:
+            text += fold(piece.text).replace(REF_MARK, "")
+    found: list[Claim] = []
+    begin, seen_refs = 0, 0
+    for end in [m.end() for m in _END.finditer(text)] + [len(text)]:
+        sentence = text[begin:end]
+        count = sentence.count(REF_MARK)
+        sentence_refs = refs[seen_refs:seen_refs + count]
+        for match in _WORD.finditer(sentence):
+            if not _negated(sentence[:match.start()]):
+                found.append(Claim(match.group(0), sentence_refs, _line_at(starts, begin + match.start())))
+        begin, seen_refs = end, seen_refs + count
     return found
+
+
+def _line_at(starts: list, offset: int) -> int:
+    line = starts[0][1] if starts else 1
+    for start, piece_line in starts:
+        if start > offset:
+            break
+        line = piece_line
+    return line
 
 
 def is_share(key: tuple) -> bool:

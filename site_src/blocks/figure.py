@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from .. import robust
 from ..errors import BuildError, FixtureProblem
 from ..pages import Page
 from ..schema import FIGURE_BLOCK, FIGURE_ID, FIGURE_KINDS, nearest
@@ -65,6 +66,8 @@ def parse(values: dict, lines, ctx, inline) -> FigureBlock | None:
             problems += schema.check(given, lambda key, name=name: where(f"{name}/{key}"), ctx.errors,
                                      missing_at=where(name) if name in values else ctx.page.where(lines.fence),
                                      prefix=prefix)
+    for text in _texts(values.get("options")):   # titles and labels drawn: no robustness claim there
+        robust.check_text(text, where("options"), ctx.errors, prefix=prefix)
     if not named or any(values.get(k) in (None, "") for k in ("kind", "caption", "claim")):
         return None
     return FigureBlock(kind=str(kind), id=fig_id, claim=values["claim"], trust=values.get("trust"),
@@ -141,3 +144,15 @@ def _display_or_raw(resolved) -> str:
         return resolved.display
     except ValueError:
         return str(resolved.value)
+
+
+def _texts(value):
+    """Every string in an options value (nested mappings and lists included)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)

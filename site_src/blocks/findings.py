@@ -25,6 +25,7 @@ from markupsafe import Markup
 
 import re
 
+from .. import robust
 from ..render import page_context
 from ..schema import CLAIMS, FINDING, FINDINGS_BLOCK
 from ..urls import href
@@ -75,6 +76,8 @@ def parse(values: dict, lines, ctx, inline) -> FindingsBlock | None:
                              item.get("study"), number))
     if problems:
         return None
+    if values.get("title") is not None:
+        robust.check_text(str(values["title"]), ctx.page.where(lines.of("title")), ctx.errors, prefix="findings block: ")
     return FindingsBlock(str(values.get("title") or DEFAULT_TITLE), found, lines)
 
 

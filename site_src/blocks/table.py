@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
+from .. import robust
 from ..receipt_html import raw_text
 from ..receipts import Resolved
 from ..refgrammar import RefSyntaxError, parse_ref
@@ -43,6 +44,8 @@ def parse(values: dict, lines, ctx, inline) -> TableBlock | None:
             problems += 1
     if problems:
         return None
+    for column in values.get("columns") or []:   # headers hold no reference: no robustness claim
+        robust.check_text(str(column), where("columns"), ctx.errors, prefix="table columns: ")
     caption = values.get("caption")
     return TableBlock(values["source"], values.get("columns"), fmt,
                       inline(str(caption), lines.of("caption")) if caption else None,
