@@ -13,7 +13,8 @@ The rule reads what a reader reads, not the source: the visible text of each sen
 (site_src/visible.py: after markup, literals, code, math, link labels, alt text), `fold`ed so
 that invisible characters (a soft hyphen, a zero-width space, any default-ignorable code point)
 vanish, compatibility forms (full-width, mathematical letters) and accents fall to plain
-letters, and Cyrillic, Greek and other look-alike letters become the Latin ones they resemble.
+letters, and Cyrillic, Greek and other look-alike letters become the Latin ones they resemble;
+where a bidirectional control could show letters in reverse, the text is also read backwards.
 Negation is read narrowly: `not`, `never`, `nor`, `neither`, `no longer`, `cannot`, `-n't` and
 `non-`, directly before the word or across at most two words that keep the negation (`not quite
 robust`, `isn't very robust`, `does not seem robust`); `not only`, `not just`, `nothing if not`
@@ -45,6 +46,8 @@ _NEGATION = re.compile(rf"(?:(?<![\w'’])(?:not|never|nor|neither|cannot|no\s+l
                        rf"(?:(?:{_KEEPS})\s+){{0,2}}$", re.IGNORECASE)
 _NON = re.compile(r"\bnon-$", re.IGNORECASE)
 _UNDONE = re.compile(r"(?:\bif|\bnot|\bnever|n['’]t)\s+$", re.IGNORECASE)   # 'nothing if not', 'not not'
+# Bidirectional controls: an override shows its letters in reverse ("\u202etsubor" reads "robust")
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _END = re.compile(rf"[.!?][\"'”’)]*(?=\s|$|{END})|{END}")
 
 # Default-ignorable code points (Unicode's DerivedCoreProperties), beyond the format characters
@@ -91,8 +94,18 @@ def _negated(before: str) -> bool:
 
 def claimed_words(text: str) -> list[str]:
     """The uses of the word in `text` (folded first) that are not negated."""
-    text = fold(text)
+    folded = fold(text)
+    return _claimed(folded) + (_reversed(folded) if _BIDI.search(text) else [])
+
+
+def _claimed(text: str) -> list[str]:
     return [m.group(0) for m in _WORD.finditer(text) if not _negated(text[:m.start()])]
+
+
+def _reversed(text: str) -> list[str]:
+    """The word as a bidirectional override shows it: spelled backwards in the source (every use
+    is a claim: no negation is read backwards)."""
+    return [m.group(0) for m in _WORD.finditer(text[::-1])]
 
 
 def check_text(text: str, where: str, errors, prefix: str = "") -> None:
@@ -106,6 +119,7 @@ def claims(pieces: list[Piece]) -> list[Claim]:
     """Every robustness claim in a run of visible text (site_src/visible.py), each with the value
     references of its sentence, before or after the word, and the line the word starts on."""
     text, starts, refs = "", [], []
+    bidi = any(_BIDI.search(piece.text) for piece in pieces)
     for piece in pieces:
         starts.append((len(text), piece.line))
         if piece.ref is not None:
@@ -122,6 +136,8 @@ def claims(pieces: list[Piece]) -> list[Claim]:
         for match in _WORD.finditer(sentence):
             if not _negated(sentence[:match.start()]):
                 found.append(Claim(match.group(0), sentence_refs, _line_at(starts, begin + match.start())))
+        for word in _reversed(sentence) if bidi else ():
+            found.append(Claim(word, sentence_refs, _line_at(starts, begin)))
         begin, seen_refs = end, seen_refs + count
     return found
 

@@ -64,6 +64,7 @@ def test_robust_in_front_matter_is_refused(site, capsys):
     ("rob\u00adust", ["robust"]), ("rob\u200bust", ["robust"]), ("rob\u2060ust", ["robust"]),
     ("r\u043ebust", ["robust"]), ("\U0001d42b\U0001d428\U0001d41b\U0001d42e\U0001d42c\U0001d42d", ["robust"]),
     ("ro\u0301bust", ["robust"]), ("\u0280obust", ["robust"]), ("rob\u3164ust", ["robust"]),
+    ("The gap is \u202etsubor\u202c.", ["robust"]), ("tsubor, no control", []),
 ])
 def test_claimed_words(text, words):
     assert robust.claimed_words(text) == words
@@ -106,6 +107,11 @@ DISGUISED = [
     "The gap is [robust](../ \"x\"), in " + SHARE + ".",
     "The gap holds in " + SHARE + " [of them](../ \"a robust result\").",          # a link's tooltip
     "The gap is not not robust, in " + SHARE + ".",
+    "The gap is \u202etsubor\u202c, in " + SHARE + ".",                          # shown right to left
+    "The gap is rob[u](../)st, in " + SHARE + ".",
+    "The gap is &#x72;obust, in " + SHARE + ".",
+    "The <abbr title=\"robust\">gap</abbr> holds in " + SHARE + ".",
+    "The gap <img alt=\"is robust\" src=\"../assets/site.css\"> holds in " + SHARE + ".",
 ]
 NEGATED = [   # negations read narrowly still read as negations
     "Which method leads is not robust, in " + SHARE + ".",
