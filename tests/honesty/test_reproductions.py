@@ -463,7 +463,8 @@ def test_one_signed_record_under_two_names_is_one_reproduction(recorded, tiny_bu
 def test_the_authors_record_copied_is_one_run_by_the_authors(recorded, tiny_bundle, keys):
     root, text = recorded
     write_signed(root, _elsewhere(text), keys["authors"])
-    write_signed(root, _elsewhere(text), keys["authors"], name="authors-again")
+    write_signed(root, _resign("# copied, with a note of its own\n" + _elsewhere(text)), keys["authors"],
+                 name="authors-again")                      # another comment line: still the same run
     found, errors = _load(root, tiny_bundle)
     assert not errors and len(found) == 2
     assert rp.reproduction_line(found) == ("No independent reproduction recorded; 1 run by the authors matched the "
