@@ -32,17 +32,7 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
            f' data-figure-marks="{parts.marks}">']
     drawing = None
     if parts.chart is not None:
-        vls = []   # (light, dark) of each panel, in order
-        for theme in THEMES:
-            charts = parts.chart(PALETTES[theme])
-            for chart in charts if isinstance(charts, list) else [charts]:
-                # Altair checks a spec against the Vega-Lite schema, a tenth of a cold build; the
-                # dark spec is the light one with other colours, so checking the light one suffices
-                vl = chart.to_dict(validate=theme == THEMES[0])
-                vl["datasets"] = {**vl.get("datasets", {}), **parts.datasets}
-                vl["config"] = _merge(vega_config(PALETTES[theme]), vl.get("config", {}))
-                vl["description"] = parts.alt
-                vls.append(vl)
+        vls = _vega_lite(parts)
         panels = len(vls) // len(THEMES)
         job = render.start_draws(vls, ctx.cache_dir)   # handed to the worker processes now
         out.append(_controls(dom_id, parts))
@@ -63,6 +53,27 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
     figure = RenderedFigure(body_html="\n".join(out), files=files, marks=parts.marks, sources=list(parts.sources),
                             drawing=drawing)
     return figure if deferred else figure.complete()
+
+
+def _vega_lite(parts: FigureParts) -> list[dict]:
+    """The Vega-Lite specs of a figure: (light, dark) of each panel, in order, data and theme in place.
+
+    Altair checks every object it makes and every spec it writes against the Vega-Lite schema
+    (its "debug mode"): a third of a cold build. A kind's specs differ from build to build only in
+    their data, so each kind is checked once, in tests/figures/test_schema.py, and never here."""
+    from altair.utils.schemapi import debug_mode   # Altair is imported by the kind's module anyway
+
+    vls = []
+    with debug_mode(False):
+        for theme in THEMES:
+            charts = parts.chart(PALETTES[theme])
+            for chart in charts if isinstance(charts, list) else [charts]:
+                vl = chart.to_dict(validate=False)
+                vl["datasets"] = {**vl.get("datasets", {}), **parts.datasets}
+                vl["config"] = _merge(vega_config(PALETTES[theme]), vl.get("config", {}))
+                vl["description"] = parts.alt
+                vls.append(vl)
+    return vls
 
 
 # an HTML comment no page can forge (raw-HTML pages could write one): it is unknown until the build runs

@@ -15,6 +15,7 @@ import atexit
 import itertools
 import json
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -39,7 +40,12 @@ class Worker:
         self.pending: dict[int, Future] = {}
         self.ids = itertools.count()
         self.lock = threading.Lock()         # guards `pending`, never held while writing or reading
-        self.write_lock = threading.Lock()   # one request at a time on the pipe
+        # Requests go out through a thread of their own: a request larger than the pipe's buffer
+        # waits there until the worker has finished its drawing and reads it, and the build's
+        # main thread (which rendered nothing while it waited, 9 s of a cold build) goes on.
+        self.outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self.writer = threading.Thread(target=self._write, name="figure-worker-in", daemon=True)
+        self.writer.start()
         threading.Thread(target=self._read, name="figure-worker", daemon=True).start()
         self.version = self.submit("version")   # checked before a drawing is trusted
 
@@ -48,25 +54,32 @@ class Worker:
         return self.proc.poll() is None
 
     def submit(self, op: str, **args) -> Future:
-        """Send one request to the worker; a Future of its answer."""
+        """Queue one request for the worker (never waits for the pipe); a Future of its answer."""
         future: Future = Future()
         with self.lock:
             number = next(self.ids)
             self.pending[number] = future
-        line = json.dumps({"id": number, "op": op, **args})
+        self.outbox.put((number, json.dumps({"id": number, "op": op, **args}) + "\n"))
+        return future
+
+    def _write(self) -> None:
         # A large request fills the pipe until the worker reads it, and the worker reads only
         # after its last answer is taken off its stdout: so the reader thread must never wait
         # for this write (it needs only `lock`, which is not held here).
-        try:
-            with self.write_lock:
-                self.proc.stdin.write(line + "\n")
+        while (item := self.outbox.get()) is not None:
+            number, line = item
+            try:
+                self.proc.stdin.write(line)
                 self.proc.stdin.flush()
-        except (OSError, ValueError) as exc:
-            with self.lock:
-                self.pending.pop(number, None)
-            if not future.done():
-                future.set_exception(WorkerError(f"the figure worker is gone: {exc}"))
-        return future
+            except (OSError, ValueError) as exc:
+                with self.lock:
+                    future = self.pending.pop(number, None)
+                if future is not None and not future.done():
+                    future.set_exception(WorkerError(f"the figure worker is gone: {exc}"))
+        try:
+            self.proc.stdin.close()   # the worker's loop ends when its input does
+        except OSError:
+            pass
 
     def _read(self) -> None:
         try:
@@ -88,9 +101,10 @@ class Worker:
                 future.set_exception(WorkerError("the figure worker stopped"))
 
     def close(self) -> None:
-        """End the worker process (killed if it does not exit in 5 s)."""
+        """End the worker process once the requests queued are sent (killed if it does not exit in 5 s)."""
+        self.outbox.put(None)
+        self.writer.join(timeout=5)
         try:
-            self.proc.stdin.close()
             self.proc.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()

@@ -4,7 +4,7 @@ as one map {path under the site root: bytes}. Every output path is checked."""
 from __future__ import annotations
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from .. import browser_check, bundles, reader
 from ..errors import BuildError
@@ -176,9 +176,25 @@ def _crumbs(site: Site, current, prefix) -> list[dict]:
 
 
 def _nav(site: Site, current, prefix) -> Markup:
-    """The navigation (templates/partials/nav.html) for a page at `prefix`, the current page marked."""
-    return Markup(site.jinja.get_template("partials/nav.html").render(
-        groups=nav_groups(site), rel=prefix, href=href, current=current.url if current is not None else None))
+    """The navigation (templates/partials/nav.html) for a page at `prefix`, the current page marked.
+
+    The template is rendered once per folder depth with no page current; the current page's links
+    are then marked as the template marks them (`aria-current="page"`), a replacement instead of
+    a render per page. tests/generator/test_nav.py compares both ways on every page."""
+    key = ("html", prefix)
+    if key not in site.nav_links:
+        site.nav_links[key] = render_nav(site, None, prefix)
+    html = site.nav_links[key]
+    if current is None:
+        return Markup(html)
+    link = f'<a href="{escape(href(prefix, current.url))}">'
+    return Markup(html.replace(link, f'{link[:-1]} aria-current="page">'))
+
+
+def render_nav(site: Site, current_url: str | None, prefix: str) -> str:
+    """templates/partials/nav.html rendered for a page at `prefix` whose URL is `current_url`."""
+    return site.jinja.get_template("partials/nav.html").render(
+        groups=nav_groups(site), rel=prefix, href=href, current=current_url)
 
 
 def _common(site: Site, current, prefix):

@@ -8,6 +8,22 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
+# one block of every figure kind that draws a chart, over the fixtures above
+SPECS = [
+    ("rank_scatter", {"id": "a", "data": {"attribution": "attribution_per_pair.jsonl",
+                                          "patching": "patching_per_pair.jsonl"}}),
+    ("rho_bars", {"id": "b", "data": {"series": [{"label": "toy", "ref": "golden.json#per_dimension_rho"}]}}),
+    ("patch_picker", {"id": "c", "data": {"attribution": "attribution_per_pair.jsonl",
+                                          "patching": "patching_per_pair.jsonl"}}),
+    ("lens_curve", {"id": "d", "data": {"lens": "lens_per_pair.jsonl"}}),
+    ("margin_distribution", {"id": "e", "data": {"pairs": "patching_per_pair.jsonl"}}),
+    ("heatmap", {"id": "f", "data": {"matrix": "cosines.json#cosines"}}),
+    ("key_recovery", {"id": "h", "data": {"methods": "key_recovery.json#key_recovery/by_method"}}),
+    ("spec_curve", {"id": "i", "data": {"rows": "spec_curve.jsonl",
+                                        "summary": "key_recovery.json#key_recovery/spec_curve/gap"},
+                    "options": {"table_rows": 300}}),
+]
+
 SVG = re.compile(r'<svg class="fig-svg fig-svg-(light|dark|themed)".*?</svg>', re.S)
 # Anything that could make a browser reach another host: absolute or protocol-relative URLs.
 URL = re.compile(r"(?:https?:)?//[A-Za-z0-9.-]+\.[A-Za-z]{2,}|url\(\s*['\"]?https?:", re.I)

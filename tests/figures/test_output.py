@@ -10,22 +10,8 @@ import vl_convert
 from site_src.figures import figure_assets, figure_head_html, render_figure
 from site_src.figures import render as fig_render
 
-from figtest_helpers import external_urls, svgs
+from figtest_helpers import SPECS, external_urls, svgs
 
-SPECS = [
-    ("rank_scatter", {"id": "a", "data": {"attribution": "attribution_per_pair.jsonl",
-                                          "patching": "patching_per_pair.jsonl"}}),
-    ("rho_bars", {"id": "b", "data": {"series": [{"label": "toy", "ref": "golden.json#per_dimension_rho"}]}}),
-    ("patch_picker", {"id": "c", "data": {"attribution": "attribution_per_pair.jsonl",
-                                          "patching": "patching_per_pair.jsonl"}}),
-    ("lens_curve", {"id": "d", "data": {"lens": "lens_per_pair.jsonl"}}),
-    ("margin_distribution", {"id": "e", "data": {"pairs": "patching_per_pair.jsonl"}}),
-    ("heatmap", {"id": "f", "data": {"matrix": "cosines.json#cosines"}}),
-    ("key_recovery", {"id": "h", "data": {"methods": "key_recovery.json#key_recovery/by_method"}}),
-    ("spec_curve", {"id": "i", "data": {"rows": "spec_curve.jsonl",
-                                        "summary": "key_recovery.json#key_recovery/spec_curve/gap"},
-                    "options": {"table_rows": 300}}),
-]
 CHARTS = len(SPECS)
 
 
