@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import BuildError
 from ..resolve import Resolver
-from . import errata, registrations, reproductions, rungs, signatures
+from . import errata, registrations, reproductions, rungs, signatures, verdict_cache
 
 
 @dataclass
@@ -55,7 +55,9 @@ class Honesty:
     def registrations(self) -> list:
         """Every verified registration (the ones that failed a check are build errors instead)."""
         if self._registrations is None:
-            self._registrations = registrations.load_all(self.root, self.resolver, self.errors, refusal=self.refusal)
+            # kept between builds by what it reads (verdict_cache.py): an edit to a page does not redo it
+            self._registrations = verdict_cache.load_verified(self.root, self.resolver, self.errors,
+                                                              refusal=self.refusal)
             for verified in self._registrations:
                 self.resolver.used[verified.registration.rel] = True
                 if verified.superseded is not None:     # its page links to the entry's line view

@@ -81,6 +81,7 @@ class History:
         self._graph_error = ""
         self._processes: dict[str, subprocess.Popen] = {}   # hash-object, cat-file: one each, fed lines
         self._blob_ids: dict[str, str] = {}
+        self.parsed: dict = {}          # files at past commits, parsed once a build (registrations.py)
 
     def git(self, *args: str, data: bytes | None = None) -> bytes:
         """The output of one git command in the repository; BuildError when git fails or runs too long."""

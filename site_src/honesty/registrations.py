@@ -295,23 +295,35 @@ def verify_superseded(reg: Registration, root: Path, history: History, item: Sup
     files = sorted(blobs)
     holding = history.introductions(files, item.judged_at, blobs)
     _check_precedes(reg, first, holding, history, at=item.judged_at)
-    text = history.file_at(item.judged_at, f"{folder}/golden.json", MAX_BYTES)
-    value = _quantity_at(reg, "prediction", text, item)
-    kill_value = _quantity_at(reg, "kill", text, item)
+    source = f"{item.short}:{folder}/golden.json"
+    if source not in history.parsed:   # records judged on one commit share its golden.json, parsed once
+        history.parsed[source] = _golden_at(history.file_at(item.judged_at, f"{folder}/golden.json", MAX_BYTES), source)
+    value = _quantity_at(reg, "prediction", history.parsed[source], item)
+    kill_value = _quantity_at(reg, "kill", history.parsed[source], item)
     return Verified(reg, first, _by_first_commit(files, holding), value, kill_value,
                     prediction_holds=reg.prediction.holds(value.value), kill_holds=reg.kill.holds(kill_value.value),
                     superseded=item)
 
 
-def _quantity_at(reg: Registration, key: str, data: bytes, item: Supersession) -> Resolved:
-    """The number at a condition's key path in golden.json as commit `judged_at` holds it; its
-    receipt names the commit and the file as `git show COMMIT:FILE` does, with no link (the site
-    publishes only the current files)."""
+def _golden_at(data: bytes, source: str) -> Structured | Exception:
+    """golden.json's bytes at a commit, parsed with the line of every value (or why not: the
+    error each record judged on it reports at its own line)."""
+    try:
+        return Structured(source, data.decode("utf-8"), ".json")
+    except (UnicodeDecodeError, FixtureProblem) as exc:
+        return exc
+
+
+def _quantity_at(reg: Registration, key: str, fixture, item: Supersession) -> Resolved:
+    """The number at a condition's key path in golden.json as commit `judged_at` holds it
+    (`fixture`: `_golden_at`'s answer); its receipt names the commit and the file as `git show
+    COMMIT:FILE` does, with no link (the site publishes only the current files)."""
     condition = reg.prediction if key == "prediction" else reg.kill
     field_where = reg.doc.where("quantity") if key == "prediction" else reg.doc.where("kill", "quantity")
     source = f"{item.short}:bundles/{reg.study}/golden.json"
     try:
-        fixture = Structured(source, data.decode("utf-8"), ".json")
+        if isinstance(fixture, Exception):
+            raise fixture
         entry = find_entry(fixture, parse_key_path(condition.quantity))
     except UnicodeDecodeError:
         raise BuildError(f"{source} is not UTF-8 text", field_where) from None
