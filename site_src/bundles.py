@@ -20,6 +20,7 @@ from bundle_kit import contract
 
 from safe_io import git_state
 
+from . import bundle_checks
 from .errors import BuildError
 from .urls import url_path
 
@@ -30,7 +31,6 @@ REQUIRED = contract.REQUIRED_FILES
 TEXT_SUFFIXES = {".json", ".jsonl", ".md", ".py", ".txt", ".csv", ".yaml", ".yml", ".tsv"}
 SKIPPED = re.compile(r"(^|/)(\.|__pycache__(/|$))|\.pyc$|~$")
 STUDY_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
-REPRODUCE_TIMEOUT_S = 120
 
 
 class BundleError(BuildError, RuntimeError):
@@ -170,17 +170,20 @@ def deterministic_zip(members: list[tuple[str, bytes]]) -> bytes:
 
 # ---------------------------------------------------------------- running the check
 
-def run_reproduce(name: str, zip_bytes: bytes, python: str = sys.executable) -> str:
-    """Unzip into a fresh temporary folder, run `python -I reproduce.py` there; return its stdout."""
+def run_reproduce(name: str, zip_bytes: bytes, python: str = sys.executable,
+                  limit: bundle_checks.Limit | None = None) -> str:
+    """Unzip into a fresh temporary folder, run `python -I reproduce.py` there; return its stdout.
+    `limit`: the time it is given (bundle_checks.time_limit: scaled to the check and the machine)."""
+    limit = limit or bundle_checks.time_limit(len(zip_bytes), None)
     with tempfile.TemporaryDirectory(prefix=f"bundle-{name}-") as tmp:
         folder = Path(tmp) / name
         with zipfile.ZipFile(io.BytesIO(zip_bytes)) as archive:
             archive.extractall(folder)
         try:
             done = subprocess.run([python, "-I", "reproduce.py"], cwd=folder, capture_output=True,
-                                  timeout=REPRODUCE_TIMEOUT_S)
+                                  timeout=limit.seconds)
         except subprocess.TimeoutExpired:
-            raise BundleError(f"bundle {name}: reproduce.py ran past {REPRODUCE_TIMEOUT_S} s") from None
+            raise BundleError(limit.message(name)) from None
         stdout = done.stdout.decode("utf-8", "replace")
         if done.returncode != 0:
             detail = (done.stderr.decode("utf-8", "replace") + stdout).strip()
@@ -223,8 +226,10 @@ def build_bundle(study_dir: Path, repo_root: Path, members: list[str] | None = N
         for member, data in members
     )
     return Bundle(name=name, zip_bytes=zip_bytes, sha256=hashlib.sha256(zip_bytes).hexdigest(),
-                  size=len(zip_bytes), files=files, expected_output=run_reproduce(name, zip_bytes),
-                  commit=git_commit(repo_root), source_dir=source_dir)
+                  size=len(zip_bytes), files=files, commit=git_commit(repo_root), source_dir=source_dir,
+                  # run, or kept from a run of the same zip by this interpreter (bundle_checks.py)
+                  expected_output=bundle_checks.output(name, zip_bytes, repo_root,
+                                                       lambda limit: run_reproduce(name, zip_bytes, limit=limit)))
 
 
 # ---------------------------------------------------------------- publishing
