@@ -7,9 +7,7 @@ import hashlib
 from pathlib import Path
 
 from .errors import BuildError
-from .parse import MAX_BYTES
 from .paths import InputRefused
-from .resolve import VIEWABLE
 from .urls import source_path, source_view_path
 
 SKIP_PARTS = ("__pycache__",)
@@ -36,6 +34,11 @@ def publish(files, used: dict[str, bool], render_view, errors) -> dict[str, byte
     `used` maps repository-relative paths to whether a line view is needed; `render_view(rel,
     data)` renders one view page. Every file is read through the path policy `files`.
     """
+    # imported here, not at the top: the no-op check imports this module (for CopiedFile) and
+    # should not pay for the parsers
+    from .parse import MAX_BYTES
+    from .resolve import VIEWABLE
+
     wanted = {rel: False for rel in bundle_files(files, errors)}
     for rel, view in used.items():
         if not rel.startswith("../"):
