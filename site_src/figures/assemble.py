@@ -5,6 +5,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import re
 import secrets
 from html import escape
@@ -16,6 +17,13 @@ from .theme import MIN_TEXT, PALETTES, PHONE_COLUMN, THEMES, vega_config
 from .types import Drawing, FigureContext, FigureError, FigureParts, RenderedFigure, Table
 
 TABLE_ROWS = 100  # the <details> table shows at most this many rows; the CSV has them all (page weight)
+# Page weight (every page within 200 kB before interaction, benchmarks/benchmark_pages.py): a drawing
+# larger than this is a file of its own, which figures.js puts in place when the figure comes near
+# the viewport, and a data table's rows past INLINE_ROWS are a file the loader adds when the table
+# is opened. What the page itself holds is unchanged in kind: the text alternative (the summary
+# label, the table's first rows, the CSV with every row) never leaves it.
+SVG_INLINE_MAX = 4_000     # bytes
+INLINE_ROWS = 20
 
 
 def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, opts: dict,
@@ -39,7 +47,7 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
         if panels == 1:
             finish = lambda: _drawn(render.finish_draws(job), dom_id, figure_id, parts, prefix)
         else:
-            finish = lambda: _drawn_panels(render.finish_draws(job), panels, dom_id, figure_id, parts)
+            finish = lambda: _drawn_panels(render.finish_draws(job), panels, dom_id, figure_id, parts, prefix)
         drawing = Drawing(f"<!--figure-drawing:{_NONCE}:{figure_id}-->", render.later(finish))
         out.append(drawing.token)
     if parts.html:
@@ -47,8 +55,10 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
     # the text alternative: the data table and its CSV, collapsed under one line
     download = (f'<p class="fig-download"><a href="{escape(prefix + csv_name)}" download>'
                 f"Download the data (CSV, {len(parts.table.rows)} rows)</a></p>")
-    out.append(_table_html(dom_id, parts.table, size_option({"id": figure_id, "options": opts}, "table_rows", TABLE_ROWS, 1, 100_000),
-                           download))
+    table, more = _table_html(dom_id, parts.table, size_option({"id": figure_id, "options": opts}, "table_rows", TABLE_ROWS, 1, 100_000),
+                              download, figure_id, prefix)
+    out.append(table)
+    files.update(more)
     out.append("</div>")
     figure = RenderedFigure(body_html="\n".join(out), files=files, marks=parts.marks, sources=list(parts.sources),
                             drawing=drawing)
@@ -108,6 +118,34 @@ def _themed(svgs: dict, scope: str, svg_id: str) -> list[str]:
     return [render.inline_svg(svgs[theme], f"{svg_id}-{theme}", f"fig-svg fig-svg-{theme}") for theme in THEMES]
 
 
+_SIZE = re.compile(r'<svg[^>]*?\swidth="([\d.]+)"[^>]*?\sheight="([\d.]+)"')
+
+
+def _placed(svgs: list[str], name: str, prefix: str, files: dict) -> list[str]:
+    """The drawings as the page holds them: a small one inline; a large one as the file
+    `assets/figures/NAME-HASH.svg` (the same SVG, standalone), named by a slot that figures.js
+    fills with it when the figure nears the viewport (the same markup as inline, so the theme and
+    the live view work as before), with an image of it for a reader without scripts. The slot
+    carries the drawing's size, so the page does not jump when it arrives."""
+    out = []
+    for i, svg in enumerate(svgs):
+        if len(svg.encode("utf-8")) <= SVG_INLINE_MAX:
+            out.append(svg)
+            continue
+        data = svg.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1).encode("utf-8")
+        part = name if len(svgs) == 1 else f"{name}-{i + 1}"
+        file = f"figures/{part}-{hashlib.sha256(data).hexdigest()[:10]}.svg"
+        files[f"assets/{file}"] = data
+        width, height = _SIZE.search(svg).groups()
+        url = escape(prefix + file)
+        shown = " fig-svg-light" if "fig-svg-light" in svg.split(">", 1)[0] else (
+            " fig-svg-dark" if "fig-svg-dark" in svg.split(">", 1)[0] else "")
+        out.append(f'<div class="fig-svg-slot{shown}" data-figure-svg="{url}" data-width="{width}" data-height="{height}">'
+                   f'<noscript><img src="{url}" alt="" width="{math.ceil(float(width))}" height="{math.ceil(float(height))}"'
+                   f' loading="lazy"></noscript></div>')
+    return out
+
+
 def _static_open(dom_id: str, parts: FigureParts, extra: str = "") -> str:
     """The static drawing's box: an image; one that scrolls is also a named, focusable region."""
     label = escape(parts.alt)
@@ -117,19 +155,20 @@ def _static_open(dom_id: str, parts: FigureParts, extra: str = "") -> str:
     return f'<div class="fig-static{extra}" role="img" aria-label="{label}">'
 
 
-def _drawn_panels(drawn: list, panels: int, dom_id: str, figure_id: str, parts: FigureParts) -> tuple[str, dict]:
+def _drawn_panels(drawn: list, panels: int, dom_id: str, figure_id: str, parts: FigureParts,
+                  prefix: str) -> tuple[str, dict]:
     """A multi-panel figure: each panel's drawing in a box of its own, which the page wraps to the
     column. Static only (no live view); its data table and CSV are the figure's whole data."""
-    out = [_static_open(dom_id, parts, " fig-panels")]
+    out, files = [_static_open(dom_id, parts, " fig-panels")], {}
     for i in range(panels):
         svgs = {theme: drawn[t * panels + i][1] for t, theme in enumerate(THEMES)}
         check_text_size(svgs["light"], figure_id, parts.scroll)
         scope = f"{dom_id}-p{i + 1}"
         out.append(f'<div class="fig-panel" id="{scope}">')
-        out.extend(_themed(svgs, scope, f"{scope}-svg"))
+        out.extend(_placed(_themed(svgs, scope, f"{scope}-svg"), f"{figure_id}-p{i + 1}", prefix, files))
         out.append("</div>")
     out.append("</div></div>" if parts.scroll else "</div>")
-    return "\n".join(out), {}
+    return "\n".join(out), files
 
 
 def _drawn(drawn: list, dom_id: str, figure_id: str, parts: FigureParts, prefix: str) -> tuple[str, dict]:
@@ -138,14 +177,14 @@ def _drawn(drawn: list, dom_id: str, figure_id: str, parts: FigureParts, prefix:
     specs = {theme: vg for theme, (vg, _) in drawn.items()}
     svgs = {theme: svg for theme, (_, svg) in drawn.items()}
     check_text_size(svgs["light"], figure_id, parts.scroll)
-    out = [_static_open(dom_id, parts)]
-    out.extend(_themed(svgs, f"{dom_id}-body", f"{dom_id}-svg"))
+    out, files = [_static_open(dom_id, parts)], {}
+    out.extend(_placed(_themed(svgs, f"{dom_id}-body", f"{dom_id}-svg"), figure_id, prefix, files))
     out.append("</div></div>" if parts.scroll else "</div>")
     # the live view's spec is a file of its own, fetched when a reader first interacts
     spec_bytes = _payload(specs).encode("utf-8")
     spec_name = f"figures/{figure_id}-{hashlib.sha256(spec_bytes).hexdigest()[:10]}.json"
     out.append(f'<div class="fig-live" hidden data-figure-spec="{escape(prefix + spec_name)}"></div>')
-    return "\n".join(out), {f"assets/{spec_name}": spec_bytes}
+    return "\n".join(out), {**files, f"assets/{spec_name}": spec_bytes}
 
 
 def _merge(base: dict, extra: dict) -> dict:
@@ -224,15 +263,26 @@ def _numeric(value) -> bool:
         return False
 
 
-def _table_html(dom_id: str, table: Table, limit: int, download: str) -> str:
+def _table_html(dom_id: str, table: Table, limit: int, download: str, figure_id: str = "",
+                prefix: str = "") -> tuple[str, dict]:
+    """The data table under its one-line summary, and the file of its rows past INLINE_ROWS (the
+    loader adds them when the table is opened: `data-figure-rows`); ({} when it has no more)."""
     shown = table.rows[:limit]
     note = "" if len(shown) == len(table.rows) else f", first {len(shown)} shown"
     # a column of numbers is right-aligned, in tabular figures (site.css's one table layout)
     numeric = [bool(shown) and all(_numeric(row[i]) for row in shown) for i in range(len(table.columns))]
     cls = [' class="num"' if n else "" for n in numeric]
     head = "".join(f'<th scope="col"{cls[i]}>{escape(c)}</th>' for i, c in enumerate(table.columns))
-    body = "".join("<tr>" + "".join(f"<td{cls[i]}>{escape(_cell(v))}</td>" for i, v in enumerate(row)) + "</tr>"
-                   for row in shown)
-    return (f'<details class="fig-data" data-pagefind-ignore><summary>Data table ({len(table.rows)} rows{note}) and CSV</summary>'
+    rows = ["<tr>" + "".join(f"<td{cls[i]}>{escape(_cell(v))}</td>" for i, v in enumerate(row)) + "</tr>" for row in shown]
+    later, files, more = "", {}, ""
+    if len(rows) > INLINE_ROWS:
+        data = "".join(rows[INLINE_ROWS:]).encode("utf-8")
+        name = f"figures/{figure_id}-{hashlib.sha256(data).hexdigest()[:10]}.rows.html"
+        files[f"assets/{name}"] = data
+        later = f' data-figure-rows="{escape(prefix + name)}"'
+        more = (f'<p class="fig-more">The first {INLINE_ROWS} of these {len(rows)} rows are here; the others are added '
+                f"when the table is opened, and the CSV has every row.</p>")
+        rows = rows[:INLINE_ROWS]
+    return (f'<details class="fig-data" data-pagefind-ignore{later}><summary>Data table ({len(table.rows)} rows{note}) and CSV</summary>'
             f'<div class="fig-table-wrap" role="region" aria-label="Data of this figure" tabindex="0">'
-            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{download}</details>")
+            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>{more}{download}</details>"), files

@@ -29,6 +29,29 @@ SVG = re.compile(r'<svg class="fig-svg fig-svg-(light|dark|themed)".*?</svg>', r
 URL = re.compile(r"(?:https?:)?//[A-Za-z0-9.-]+\.[A-Za-z]{2,}|url\(\s*['\"]?https?:", re.I)
 
 
+SLOT = re.compile(r'<div class="fig-svg-slot[^"]*" data-figure-svg="(?:\.\./)*(assets/figures/[^"]+\.svg)"[^>]*>'
+                  r'<noscript>.*?</noscript></div>', re.S)
+ROWS = re.compile(r'<details class="fig-data" data-pagefind-ignore data-figure-rows="(?:\.\./)*(assets/figures/[^"]+)">')
+
+
+def inlined(fig) -> str:
+    """A figure's body as it reads once the loader (figures.js) has run: each large drawing's slot
+    holds the drawing from its file, and a long data table has all its rows."""
+    def drawing(m):
+        svg = fig.files[m.group(1)].decode("utf-8")
+        assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" ')
+        return svg.replace(' xmlns="http://www.w3.org/2000/svg"', "", 1)
+    html = SLOT.sub(drawing, fig.body_html)
+    found = ROWS.search(html)
+    if found:
+        rest = fig.files[found.group(1)].decode("utf-8")
+        end = html.index("</tbody>", found.end())
+        html = html[:end] + rest + html[end:]
+        html = re.sub(r'<p class="fig-more">.*?</p>', "", html, flags=re.S)
+        html = html.replace(found.group(0), '<details class="fig-data" data-pagefind-ignore>', 1)
+    return html
+
+
 def svgs(body_html: str) -> dict[str, ET.Element]:
     return {m.group(1): ET.fromstring(m.group(0)) for m in SVG.finditer(body_html)}
 

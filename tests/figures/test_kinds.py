@@ -6,7 +6,7 @@ import pytest
 from bundle_kit import rankstats
 from site_src.figures import FigureError, render_figure
 
-from figtest_helpers import FIXTURES, count_marks, panel_svgs, payload, svgs
+from figtest_helpers import FIXTURES, count_marks, inlined, panel_svgs, payload, svgs
 
 DATA = {"attribution": "attribution_per_pair.jsonl", "patching": "patching_per_pair.jsonl"}
 
@@ -22,10 +22,10 @@ def test_rank_scatter_draws_one_dot_per_ranked_component(ctx):
     expected = len(ranked_components("safety"))  # embed is attributed but never patched
     assert expected == 8
     assert fig.marks == expected
-    for theme, svg in svgs(fig.body_html).items():
+    for theme, svg in svgs(inlined(fig)).items():
         assert count_marks(svg, "dots") == expected, theme
-    assert 'data-figure-kind="rank_scatter"' in fig.body_html
-    assert '<select id="fig-rs-dimension" data-figure-signal="dimension">' in fig.body_html
+    assert 'data-figure-kind="rank_scatter"' in inlined(fig)
+    assert '<select id="fig-rs-dimension" data-figure-signal="dimension">' in inlined(fig)
     # The interactive view filters on the `dimension` signal and holds both dimensions' rows.
     spec = payload(fig)
     light = spec["specs"]["light"]
@@ -49,11 +49,11 @@ def test_rho_bars_one_bar_per_series_entry_with_sources(ctx):
     fig = render_figure("rho_bars", spec, ctx)
     assert fig.marks == 2 + 3
     # one panel per series, each its own drawing, so that the page can wrap them to its column
-    panels = panel_svgs(fig.body_html)
+    panels = panel_svgs(inlined(fig))
     assert [count_marks(svg, "bars") for svg in panels] == [2, 3]
-    assert fig.body_html.count('class="fig-panel"') == 2 and "fig-live" not in fig.body_html
+    assert inlined(fig).count('class="fig-panel"') == 2 and "fig-live" not in inlined(fig)
     assert [s.expression for s in fig.sources] == ["golden.json#per_dimension_rho", "quoted.json#per_dimension_rho"]
-    assert "published elsewhere" in fig.body_html
+    assert "published elsewhere" in inlined(fig)
 
 
 def test_rho_bars_draw_the_intervals_they_are_given(ctx, tmp_path):
@@ -61,9 +61,9 @@ def test_rho_bars_draw_the_intervals_they_are_given(ctx, tmp_path):
         {"label": "this study", "ref": "golden.json#per_dimension_rho", "ci": "golden.json#per_dimension_rho_ci"},
         {"label": "published elsewhere", "ref": "quoted.json#per_dimension_rho"}]}}
     fig = render_figure("rho_bars", spec, ctx)
-    with_ci, without = panel_svgs(fig.body_html)
+    with_ci, without = panel_svgs(inlined(fig))
     assert count_marks(with_ci, "intervals") == 2 and count_marks(without, "intervals") == 0
-    assert "its 95% interval" in fig.body_html and "no interval given" in fig.body_html
+    assert "its 95% interval" in inlined(fig) and "no interval given" in inlined(fig)
     assert fig.sources[1].expression == "golden.json#per_dimension_rho_ci"
     bad = {"id": "rb", "data": {"series": [{"label": "x", "ref": "golden.json#per_dimension_rho",
                                             "ci": "golden.json#per_dimension_rho"}]}}
@@ -85,15 +85,15 @@ def test_unknown_kind_names_the_known_ones(ctx):
 def test_patch_picker_two_points_per_pair_and_a_labelled_select(ctx):
     fig = render_figure("patch_picker", {"id": "pp", "data": DATA, "options": {"dimension": "safety"}}, ctx)
     assert fig.marks == 2 * 3  # three pairs, clean and patched each
-    for svg in svgs(fig.body_html).values():
+    for svg in svgs(inlined(fig)).values():
         assert count_marks(svg, "points") == 6
     # the picker names what it shows: the dimension and the mode beside the component
-    assert '<label for="fig-pp-component">Component to patch (safety, mean patching)</label>' in fig.body_html
+    assert '<label for="fig-pp-component">Component to patch (safety, mean patching)</label>' in inlined(fig)
     assert 'component + \\" patched (mean), dimension safety\\"' in fig.files[next(iter(k for k in fig.files if k.endswith(".json")))].decode()
-    assert fig.body_html.count("<option ") == 8
+    assert inlined(fig).count("<option ") == 8
     # Default = the component patching moves most (patch rank 1), chosen through rankstats.
     top = min(ranked_components("safety").items(), key=lambda kv: kv[1][1])[0]
-    assert f'<option value="{top}" selected>' in fig.body_html
+    assert f'<option value="{top}" selected>' in inlined(fig)
     spec = payload(fig)
     rows = [row for rows in spec["data"].values() for row in rows if "patched_margin" in row]
     assert len(rows) == 8 * 3 and {r["component"] for r in rows} == set(ranked_components("safety"))
@@ -109,17 +109,17 @@ def test_patch_picker_keeps_the_axis_fixed_across_components(ctx):
 def test_top_lists_entries_with_receipts_and_ranks_beyond(ctx):
     fig = render_figure("top_lists", {"id": "tl", "data": DATA, "options": {"n": 3, "dimension": "helpfulness"}}, ctx)
     assert fig.marks == 6
-    assert fig.body_html.count("<li>") == 6
-    assert "<svg" not in fig.body_html
+    assert inlined(fig).count("<li>") == 6
+    assert "<svg" not in inlined(fig)
     ranks = ranked_components("helpfulness")
     first_attr = min(ranks, key=lambda c: ranks[c][0])
     assert (f'<span class="fig-component">{first_attr}</span>: attribution rank '
-            f'<a class="receipt"') in fig.body_html
+            f'<a class="receipt"') in inlined(fig)
     assert len(fig.sources) == 6 * 4  # attribution rank, patch rank, moves %, pairs flagged
     patch_ranks = [s for s in fig.sources if s.expression.startswith(f"patch rank of {first_attr}:")]
     assert patch_ranks[0].value == ranks[first_attr][1]
     assert patch_ranks[0].source.endswith("patching_per_pair.jsonl") and patch_ranks[0].line is None
-    assert "Ranked beyond this list" in fig.body_html
+    assert "Ranked beyond this list" in inlined(fig)
 
 
 def _fixture_patching(dimension, mode="mean"):
@@ -136,7 +136,7 @@ def test_patch_picker_shows_the_off_distribution_flag_of_every_patch(ctx):
     assert sum(line.endswith(",flagged") for line in csv) == sum(r["offdist_flag"] for r in rows) > 0
     assert sum(line.endswith(",no") for line in csv) == sum(not r["offdist_flag"] for r in rows) > 0
     picked = sum(r["offdist_flag"] for r in rows if r["component"] == "mlp_L3")
-    assert f"{picked} of the 3 patched margins are flagged off-distribution" in fig.body_html
+    assert f"{picked} of the 3 patched margins are flagged off-distribution" in inlined(fig)
     spec = payload(fig)
     data = [row for rows_ in spec["data"].values() for row in rows_ if "patched_margin" in row]
     assert {row["offdist"] for row in data} == {"flagged", "no"}
@@ -152,7 +152,7 @@ def test_top_lists_count_flagged_pairs_with_receipts(ctx):
     for source in counted:
         component = source.expression[len("pairs whose "):].split(" ")[0]
         assert source.value == sum(r["offdist_flag"] for r in rows if r["component"] == component)
-    assert fig.body_html.count(" of 3 pairs</li>") == 6
+    assert inlined(fig).count(" of 3 pairs</li>") == 6
 
 
 def test_rows_without_a_flag_are_not_scored():
@@ -169,10 +169,10 @@ def test_lens_curve_marks_crystallization_per_dimension(ctx):
     fig = render_figure("lens_curve", {"id": "lc", "data": {"lens": "lens_per_pair.jsonl"}}, ctx)
     assert fig.marks == 2
     # one dimension drawn and labelled at a time, the others as grey context; a select picks it
-    for svg in svgs(fig.body_html).values():
+    for svg in svgs(inlined(fig)).values():
         assert count_marks(svg, "lines") == 1 and count_marks(svg, "context") == 1
         assert count_marks(svg, "crystal") == 1
-    assert '<select id="fig-lc-dimension" data-figure-signal="dimension">' in fig.body_html
+    assert '<select id="fig-lc-dimension" data-figure-signal="dimension">' in inlined(fig)
     rows = rankstats.read_jsonl(FIXTURES / "lens_per_pair.jsonl")
     curve = [rankstats.mean(r["running_margin"] for r in rows if r["dimension"] == "safety" and r["layer"] == layer)
              for layer in range(4)]
@@ -184,7 +184,7 @@ def test_lens_curve_draws_the_dimension_it_is_given(ctx):
     fig = render_figure("lens_curve", {"id": "lc", "data": {"lens": "lens_per_pair.jsonl"},
                                        "options": {"dimension": "safety"}}, ctx)
     assert fig.marks == 2 and len(fig.sources) == 2
-    assert '<option value="safety" selected>' in fig.body_html
+    assert '<option value="safety" selected>' in inlined(fig)
     with pytest.raises(FigureError, match="dimension 'nope' not in the data"):
         render_figure("lens_curve", {"id": "lc", "data": {"lens": "lens_per_pair.jsonl"}, "options": {"dimension": "nope"}}, ctx)
 
@@ -192,14 +192,14 @@ def test_lens_curve_draws_the_dimension_it_is_given(ctx):
 def test_margin_distribution_one_tick_per_pair(ctx):
     fig = render_figure("margin_distribution", {"id": "md", "data": {"pairs": "attribution_per_pair.jsonl"}}, ctx)
     assert fig.marks == 6  # 2 dimensions x 3 pairs, though every pair has 9 component rows
-    for svg in svgs(fig.body_html).values():
+    for svg in svgs(inlined(fig)).values():
         assert count_marks(svg, "ticks") == 6
 
 
 def test_heatmap_one_cell_per_matrix_entry(ctx):
     fig = render_figure("heatmap", {"id": "hm", "data": {"matrix": "cosines.json#cosines"}}, ctx)
     assert fig.marks == 9
-    for svg in svgs(fig.body_html).values():
+    for svg in svgs(inlined(fig)).values():
         assert count_marks(svg, "cells") == 9
     assert fig.sources[0].expression == "cosines.json#cosines"
 

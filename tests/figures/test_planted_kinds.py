@@ -10,7 +10,7 @@ from bundle_kit import rankstats
 from site_src.figures import FigureError, render_figure
 from site_src.honesty import claims
 
-from figtest_helpers import FIXTURES, count_marks, svgs
+from figtest_helpers import FIXTURES, count_marks, inlined, svgs
 
 
 def count_concat_marks(svg, name: str) -> int:
@@ -35,9 +35,9 @@ def test_key_recovery_one_point_per_method_and_series(ctx):
     block = json.loads((FIXTURES / "key_recovery.json").read_text())["key_recovery"]["by_method"]
     expected = sum(1 + len(entry["per_family"]) for entry in block.values())
     assert fig.marks == expected == 12
-    for svg in svgs(fig.body_html).values():
+    for svg in svgs(inlined(fig)).values():
         assert count_marks(svg, "points") == expected
-    assert "all families" in fig.body_html and "chance" in fig.body_html
+    assert "all families" in inlined(fig) and "chance" in inlined(fig)
     assert fig.sources[0].expression.endswith("key_recovery/by_method")
 
 
@@ -58,12 +58,12 @@ def test_spec_curve_one_point_per_specification_and_the_choices_beneath(ctx, hea
     fig = render_figure("spec_curve", curve(headline), ctx)
     rows = [r for r in rankstats.read_jsonl(FIXTURES / "spec_curve.jsonl") if r["headline"] == headline]
     assert fig.marks == len(rows) == n
-    for svg in svgs(fig.body_html).values():
+    for svg in svgs(inlined(fig)).values():
         assert count_concat_marks(svg, "points") == n
     share = sum(r["holds"] for r in rows) / n
-    assert f"holds in {share:.0%}" in fig.body_html
+    assert f"holds in {share:.0%}" in inlined(fig)
     # attribution has no patching mode: its choices grid has no mode row
-    assert ("mode mean" in fig.body_html) == (headline == "gap")
+    assert ("mode mean" in inlined(fig)) == (headline == "gap")
 
 
 def test_spec_curve_refuses_a_summary_that_is_not_a_headline(ctx):

@@ -10,7 +10,7 @@ from site_src.figures import render_figure
 from site_src.figures import render as fig_render
 from site_src.figures.svg_slim import slim_svg
 
-from figtest_helpers import SVG
+from figtest_helpers import SVG, inlined
 from test_output import SPECS
 
 INHERITED = ("fill", "stroke", "stroke-width", "stroke-dasharray", "stroke-opacity", "fill-opacity",
@@ -72,9 +72,9 @@ def _leaves(svg: str) -> list[tuple]:
 
 
 def test_themed_figures_keep_each_element_s_paint_and_place(ctx, monkeypatch):
-    slim = [render_figure(kind, spec, ctx).body_html for kind, spec in SPECS]
+    slim = [inlined(render_figure(kind, spec, ctx)) for kind, spec in SPECS]
     monkeypatch.setattr(fig_render, "slim_svg", lambda svg: svg)
-    plain = [render_figure(kind, spec, ctx).body_html for kind, spec in SPECS]
+    plain = [inlined(render_figure(kind, spec, ctx)) for kind, spec in SPECS]
     for a, b in zip(plain, slim):
         before, after = SVG.search(a).group(0), SVG.search(b).group(0)
         assert len(after) < len(before)

@@ -44,6 +44,12 @@ DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 LOCAL_HOSTS = {"127.0.0.1"}
 OPEN_SECTIONS = "() => document.querySelectorAll('details.more').forEach(d => { d.open = true; })"
+# large drawings are files the loader puts in place as a reader scrolls (figures.js, for page
+# weight); before printing it places them all, which is what a check of every figure needs
+PLACE_DRAWINGS = """async () => {
+    window.dispatchEvent(new Event('beforeprint'));
+    await Promise.all(Array.from(document.querySelectorAll('.fig-svg-slot')).map(s => s._placing));
+}"""
 
 
 def missing_tool(what: str) -> None:
@@ -195,6 +201,7 @@ class Recorder:
         # a page's collapsed sections (details.more) hold tables and figures a reader opens: open
         # them, so that every check sees what they hold
         page.evaluate(OPEN_SECTIONS)
+        page.evaluate(PLACE_DRAWINGS)
         return page, visit
 
     def close(self):

@@ -10,10 +10,18 @@
  * hidden. The runtime is Vega alone (window.vega): each view is `new vega.View(vega.parse(spec))`
  * with the SVG renderer, and the tooltip channel shows in a small box of our own (fig-tip).
  *
+ * A large static drawing is a file of its own (site_src/figures/assemble.py, for page weight): its
+ * .fig-svg-slot[data-figure-svg] keeps the drawing's place and is filled with the file's SVG when
+ * the figure comes near the viewport (or before printing), the same markup a small drawing has
+ * inline; without script its <noscript> image shows it. Likewise a long data table holds its
+ * first rows, and details.fig-data[data-figure-rows] names the file of the others, added when
+ * the table is first opened.
+ *
  * Hooks for tests: .fig gets data-figure-ready="true" and fires "figure:ready" when its live
  * view is up; each change of a control sets data-figure-updates (a counter) and fires
  * "figure:updated" once the view has re-run. Both events bubble. If the live view cannot come
- * up, the static SVG stays and data-figure-error says why.
+ * up, the static SVG stays and data-figure-error says why. A filled slot gets
+ * data-figure-placed="true", a table whose rows were added data-figure-rows-added="true".
  */
 (function () {
   "use strict";
@@ -154,7 +162,69 @@
     });
   }
 
+  function fetched(url) {
+    return fetch(url).then(function (r) {
+      if (!r.ok) throw new Error("cannot load " + url + ": HTTP " + r.status);
+      return r.text();
+    });
+  }
+
+  function failed(el, err) {
+    var fig = el.closest(".fig") || el;
+    fig.setAttribute("data-figure-error", String(err && err.message || err));
+  }
+
+  function place(slot) {
+    if (!slot._placing) {
+      slot._placing = fetched(slot.getAttribute("data-figure-svg")).then(function (text) {
+        var parsed = document.createElement("template");
+        parsed.innerHTML = text;
+        slot.textContent = "";
+        slot.appendChild(parsed.content);
+        slot.removeAttribute("style");
+        slot.setAttribute("data-figure-placed", "true");
+      }).catch(function (err) { failed(slot, err); });
+    }
+    return slot._placing;
+  }
+
+  function bootDrawings() {
+    var slots = Array.prototype.slice.call(document.querySelectorAll(".fig-svg-slot[data-figure-svg]"));
+    slots.forEach(function (slot) {  // the drawing's box, kept until it arrives
+      var w = Number(slot.getAttribute("data-width")), h = Number(slot.getAttribute("data-height"));
+      if (w > 0 && h > 0) {
+        slot.style.width = w + "px";
+        slot.style.maxWidth = slot.closest(".fig-scroll") ? "none" : "100%";
+        slot.style.aspectRatio = w + " / " + h;
+      }
+    });
+    window.addEventListener("beforeprint", function () { slots.forEach(place); });
+    if (!("IntersectionObserver" in window)) { slots.forEach(place); return; }
+    var near = new IntersectionObserver(function (entries) {
+      entries.forEach(function (e) {
+        if (e.isIntersecting) { near.unobserve(e.target); place(e.target); }
+      });
+    }, { rootMargin: "50% 0px" });
+    slots.forEach(function (slot) { near.observe(slot); });
+  }
+
+  function bootRows() {
+    document.querySelectorAll("details.fig-data[data-figure-rows]").forEach(function (details) {
+      details.addEventListener("toggle", function () {
+        if (!details.open || details._rows) return;
+        details._rows = fetched(details.getAttribute("data-figure-rows")).then(function (text) {
+          details.querySelector("tbody").insertAdjacentHTML("beforeend", text);
+          var note = details.querySelector(".fig-more");
+          if (note) note.remove();
+          details.setAttribute("data-figure-rows-added", "true");
+        }).catch(function (err) { failed(details, err); });
+      });
+    });
+  }
+
   function boot() {
+    bootDrawings();
+    bootRows();
     var figs = Array.prototype.slice.call(document.querySelectorAll("div.fig[data-figure-kind]"))
       .filter(function (f) { return f.querySelector(".fig-live[data-figure-spec]"); });
     figs.forEach(wire);
