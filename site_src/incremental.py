@@ -260,8 +260,9 @@ def _output_signature(folder: Path) -> list:
 
 
 def up_to_date(root: Path, out: Path) -> dict | None:
-    """{output path: bytes} of the site already at `out`, when nothing it was built from changed
-    since; else None (then build, and call `record` after a successful swap)."""
+    """{output path: sources.CopiedFile} of the site already at `out` (each file named, not held
+    in memory), when nothing it was built from changed since and every file still has the bytes
+    the build wrote; else None (then build, and call `record` after a successful swap)."""
     root = Path(root).resolve()
     state = State(root)
     entry = state.data["outputs"].get(str(out))
@@ -282,12 +283,14 @@ def up_to_date(root: Path, out: Path) -> dict | None:
             folder.collect()
             if Path(os.path.realpath(out)) != live:
                 return None     # another build swapped in meanwhile
-            same = {rel: (live / rel).read_bytes() for rel in entry["files"]}
-            if not _as_written(same, entry.get("sha256", {})):
+            recorded = entry.get("sha256", {})
+            # read and hashed a block at a time: the whole site (its zips included) is never in memory
+            if not all(recorded.get(rel) == _file_sha(live / rel) for rel in entry["files"]):
                 return None     # a page changed in place: trust no output that is not what was written
             if state.digests.hashed:   # files hashed while too fresh to trust: keep their digests now
                 _save_digests(root, state)
-            return same
+            from .sources import CopiedFile
+            return {rel: CopiedFile(live / rel) for rel in entry["files"]}
     except OSError:
         return None
 
@@ -312,9 +315,16 @@ def _save_digests(root: Path, state: State) -> None:
         pass   # only speed is lost
 
 
-def _as_written(files: dict, recorded: dict) -> bool:
-    """Whether every output file ({rel: bytes}) still has the sha256 recorded when it was written."""
-    return all(recorded.get(rel) == _sha(data) for rel, data in files.items())
+_BLOCK = bytearray(1 << 20)
+
+
+def _file_sha(path: Path) -> str:
+    """The sha256 of a file's bytes, read into one reused buffer."""
+    digest, view = hashlib.sha256(), memoryview(_BLOCK)
+    with open(path, "rb", buffering=0) as handle:
+        while count := handle.readinto(view):
+            digest.update(view[:count])
+    return digest.hexdigest()
 
 
 def _written_sha(data, digests: Digests) -> str:
