@@ -3,7 +3,7 @@ published bundle hashes are checked against the written files, the search index 
 only then is the output path pointed at the new folder by one rename (site_src/paths.py)."""
 from __future__ import annotations
 
-import filecmp
+import io
 import os
 import shutil
 import tempfile
@@ -23,12 +23,17 @@ def write_tree(files: dict, target: Path, names=None, previous: Path | None = No
     file of the `previous` build folder is hard-linked to it instead: most of a rebuild's output
     (the bundles' zips, the fixtures' copies) is unchanged, and writing it again was most of the
     time an edit waited for."""
-    inside = os.path.realpath(previous) + os.sep if previous is not None else None
+    # the previous build's regular files, reached without following a link: a link planted in
+    # the old build is never followed out of it (one walk, not a realpath per file)
+    kept = _regular_files(Path(os.path.realpath(previous))) if previous is not None else set()
+    made: set = set()
     for rel in sorted(files) if names is None else names:
         path = target / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent not in made:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made.add(path.parent)
         data = files[rel]
-        if inside is not None and _same_as(previous / rel, data, inside):
+        if rel in kept and _same_as(previous / rel, data):
             try:
                 os.link(previous / rel, path)
                 continue
@@ -40,13 +45,40 @@ def write_tree(files: dict, target: Path, names=None, previous: Path | None = No
             path.write_bytes(data)
 
 
-def _same_as(old: Path, data, inside: str) -> bool:
+def _regular_files(folder: Path) -> set:
+    """Paths (relative, '/'-separated) of the regular files under `folder`, not through a link."""
+    found, pending = set(), [("", str(folder))]
+    while pending:
+        prefix, where = pending.pop()
+        try:
+            entries = list(os.scandir(where))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                pending.append((f"{prefix}{entry.name}/", entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                found.add(prefix + entry.name)
+    return found
+
+
+_BLOCK = 1 << 20
+
+
+def _same_as(old: Path, data) -> bool:
+    """Whether the file `old` holds `data` (bytes, or the bytes of a CopiedFile), compared a
+    block at a time: a build's zips and fixture copies are never held whole a second time."""
     try:
-        if not old.is_file() or not os.path.realpath(old).startswith(inside):
-            return False   # a link planted in the old build is never followed out of it
-        if isinstance(data, CopiedFile):
-            return old.stat().st_size == data.path.stat().st_size and filecmp.cmp(old, data.path, shallow=False)
-        return old.stat().st_size == len(data) and old.read_bytes() == data
+        size = data.path.stat().st_size if isinstance(data, CopiedFile) else len(data)
+        if old.stat().st_size != size:
+            return False
+        with open(old, "rb") as mine, (open(data.path, "rb") if isinstance(data, CopiedFile) else io.BytesIO(data)) as theirs:
+            while True:
+                block = mine.read(_BLOCK)
+                if block != theirs.read(_BLOCK):
+                    return False
+                if not block:
+                    return True
     except OSError:
         return False
 
