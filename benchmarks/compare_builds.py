@@ -4,8 +4,9 @@ Each revision is checked out into its own worktree in a temporary folder and bui
 that revision's own build.py (its own site_src/), into its own output folder. The trees are then
 compared file by file. The site prints the commit it was built from (page footers, citations,
 bundle descriptions), so two revisions always differ there: by default every occurrence of each
-revision's commit id (full, 12 and 7 characters, `<wbr>` hints removed) is replaced by `<commit>` before comparing, and
-the report says how many files differed only in that. The offline search index (pagefind/) is
+revision's commit id (full, 12 and 7 characters, `<wbr>` hints removed) is replaced by `<commit>` before comparing,
+and so is the commit's date where the site prints it (a study's CITATION.cff, `date-released`),
+and the report says how many files differed only in that. The offline search index (pagefind/) is
 compressed page text, commit included, with content-hashed file names: it is compared by its
 number of files only. `--strict` compares every file's raw bytes.
 
@@ -35,6 +36,7 @@ def git(*args: str, cwd: Path = REPO) -> str:
 def build(rev: str, tmp: Path, label: str) -> tuple[Path, str]:
     """(output tree, full commit id) of `rev` built in a fresh worktree."""
     commit = git("rev-parse", "--verify", f"{rev}^{{commit}}")
+    DATES[commit] = git("show", "-s", "--format=%cs", commit)
     tree = tmp / f"wt-{label}"
     git("worktree", "add", "--detach", "-q", str(tree), commit)
     cache = REPO / ".cache" / "figures"
@@ -58,10 +60,15 @@ def files(tree: Path) -> dict[str, Path]:
     return out
 
 
+DATES: dict[str, str] = {}   # commit -> its committer date (YYYY-MM-DD), as the site prints it
+
+
 def normalized(data: bytes, commit: str) -> bytes:
     data = data.replace(b"<wbr>", b"")   # a page prints the commit in chunks with line-break hints
     for ident in (commit, commit[:12], commit[:7]):
         data = data.replace(ident.encode(), b"<commit>")
+    if commit in DATES:   # reader/cite.py: CITATION.cff's release date is the commit's
+        data = data.replace(f"date-released: '{DATES[commit]}'".encode(), b"date-released: '<commit date>'")
     return data
 
 
