@@ -87,16 +87,20 @@ def test_patch_picker_two_points_per_pair_and_a_labelled_select(ctx):
     assert fig.marks == 2 * 3  # three pairs, clean and patched each
     for svg in svgs(fig.body_html).values():
         assert count_marks(svg, "points") == 6
-    # the picker names what it shows: the dimension and the mode beside the component
-    assert '<label for="fig-pp-component">Component to patch (safety, mean patching)</label>' in fig.body_html
-    assert 'component + \\" patched (mean), dimension safety\\"' in fig.files[next(iter(k for k in fig.files if k.endswith(".json")))].decode()
-    assert fig.body_html.count("<option ") == 8
+    # the picker names what it shows: the dimension and the mode beside the component, and the
+    # dimension is a second select (issue 27 item 5: a picker fixed to one dimension hid the others)
+    assert '<label for="fig-pp-component">Component to patch (mean patching)</label>' in fig.body_html
+    assert '<label for="fig-pp-dimension">Dimension</label>' in fig.body_html
+    assert '<option value="safety" selected>' in fig.body_html
+    assert 'component + \\" patched (mean), dimension \\" + dimension' in fig.files[next(iter(k for k in fig.files if k.endswith(".json")))].decode()
+    assert fig.body_html.count("<option ") == 8 + 2
     # Default = the component patching moves most (patch rank 1), chosen through rankstats.
     top = min(ranked_components("safety").items(), key=lambda kv: kv[1][1])[0]
     assert f'<option value="{top}" selected>' in fig.body_html
     spec = payload(fig)
     rows = [row for rows in spec["data"].values() for row in rows if "patched_margin" in row]
-    assert len(rows) == 8 * 3 and {r["component"] for r in rows} == set(ranked_components("safety"))
+    assert len(rows) == 8 * 3 * 2 and {r["component"] for r in rows} == set(ranked_components("safety"))
+    assert {r["dimension"] for r in rows} == {"helpfulness", "safety"}
 
 
 def test_patch_picker_keeps_the_axis_fixed_across_components(ctx):
@@ -131,10 +135,11 @@ def test_patch_picker_shows_the_off_distribution_flag_of_every_patch(ctx):
     fig = render_figure("patch_picker", {"id": "pp", "data": DATA,
                                          "options": {"dimension": "safety", "component": "mlp_L3"}}, ctx)
     rows = _fixture_patching("safety")
+    every = rows + _fixture_patching("helpfulness")   # the data table holds every dimension
     csv = next(v for k, v in fig.files.items() if k.endswith(".csv")).decode().splitlines()
     assert csv[0].endswith(",off-distribution")
-    assert sum(line.endswith(",flagged") for line in csv) == sum(r["offdist_flag"] for r in rows) > 0
-    assert sum(line.endswith(",no") for line in csv) == sum(not r["offdist_flag"] for r in rows) > 0
+    assert sum(line.endswith(",flagged") for line in csv) == sum(r["offdist_flag"] for r in every) > 0
+    assert sum(line.endswith(",no") for line in csv) == sum(not r["offdist_flag"] for r in every) > 0
     picked = sum(r["offdist_flag"] for r in rows if r["component"] == "mlp_L3")
     assert f"{picked} of the 3 patched margins are flagged off-distribution" in fig.body_html
     spec = payload(fig)
