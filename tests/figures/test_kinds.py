@@ -124,6 +124,9 @@ def test_top_lists_entries_with_receipts_and_ranks_beyond(ctx):
     assert patch_ranks[0].value == ranks[first_attr][1]
     assert patch_ranks[0].source.endswith("patching_per_pair.jsonl") and patch_ranks[0].line is None
     assert "Ranked beyond this list" in fig.body_html
+    # issue 27 item 4: no false precision in what a reader sees ("moves 99.8641%")
+    import re
+    assert re.search(r">\d+\.\d%<", fig.body_html) and not re.search(r"\d\.\d{2,}%", fig.body_html)
 
 
 def _fixture_patching(dimension, mode="mean"):
