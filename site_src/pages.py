@@ -10,7 +10,7 @@ from .parse import ParseProblem, load_yaml
 from .schema import FRONT_MATTER, STUDY_NAME
 from .urls import RESERVED
 
-PROSE_FIELDS = ("title", "nav_title", "summary", "subject", "question", "access", "reproduction")
+PROSE_FIELDS = ("title", "nav_title", "summary", "subject", "question", "access", "trust_reason", "reproduction")
 
 
 @dataclass

@@ -97,6 +97,7 @@ FRONT_MATTER = Schema({
     "question": Field("the question the study asks", study=True),
     "access": Field("what access to the model the study needed", study=True),
     "trust": Field("the page's trust rung", study=True, choices=TRUST),
+    "trust_reason": Field("one line on why the page's trust rung is what it is, shown beside the rung"),
     "claim": Field("the kind of claim the page makes", study=True, choices=CLAIMS),
     "bundle": Field("the study folder bundles/<study>/ the page's files resolve in first"),
     "reproduction": Field("computed", computed="the reproduction line is computed from the records under "

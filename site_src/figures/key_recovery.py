@@ -67,7 +67,7 @@ def build(spec: dict, ctx) -> FigureParts:
         colours = [p["text"]] + p["kinds"][: len(families)]
         y = alt.Y("method:N", sort=methods, title=None, axis=alt.Axis(labelFontSize=12))
         offset = alt.YOffset("series:N", sort=series, scale=alt.Scale(paddingInner=0.2))
-        legend = alt.Legend(orient="bottom", direction="horizontal", title=None, columns=2)
+        legend = alt.Legend(orient="bottom", direction="horizontal", title=None, columns=2, columnPadding=18)
         colour = alt.Color("series:N", sort=series, scale=alt.Scale(domain=series, range=colours), legend=legend)
         shape = alt.Shape("series:N", sort=series, scale=alt.Scale(domain=series, range=SHAPES[: len(series)]),
                           legend=legend)

@@ -93,8 +93,10 @@ def build(spec: dict, ctx) -> FigureParts:
             x=x, y="reference:Q")
         primary = base.transform_filter(alt.datum.primary).mark_point(
             size=220, strokeWidth=2, color=p["text"], filled=False).encode(x=x, y="value:Q")
+        # above and to the left of its ring: the curve is sorted rising, so no dot is there
         label = base.transform_filter(alt.datum.primary).mark_text(
-            align="left", dx=9, dy=-9, color=p["text"]).encode(x=x, y="value:Q", text=alt.value("primary"))
+            align="right", baseline="bottom", dx=-8, dy=-8, color=p["text"]).encode(
+            x=x, y="value:Q", text=alt.value("primary"))
         top = alt.layer(reference, dots, primary, label).properties(width=WIDTH, height=height)
         grid = alt.Chart(alt.NamedData(name="choices")).mark_bar(height=step - 4, color=p["text"], aria=False).encode(
             x=alt.X("start:Q", title=None, scale=alt.Scale(domain=[0, n + 1]), axis=None),

@@ -39,7 +39,9 @@ def build(spec: dict, ctx) -> FigureParts:
         p = receipt(patch_base, r.patch_rank[c], fmt_rank(r.patch_rank[c]),
                     f"patch rank of {c}: mean |effect| / |clean margin| over pairs, rank 1 = largest")
         moves = 100 * r.patch_score[c]
-        m = receipt(patch_base, moves, f"{moves:.4f}%", f"moves % of {c}: 100 * mean |effect| / |clean margin|")
+        # shown to the tenth of a percent, the most these few pairs resolve; the receipt and the
+        # data table keep the full value
+        m = receipt(patch_base, moves, f"{moves:.1f}%", f"moves % of {c}: 100 * mean |effect| / |clean margin|")
         if c not in flags:
             return f"attribution rank {a}, patch rank {p}, moves {m}, off-distribution not scored"
         flagged, scored = flags[c]

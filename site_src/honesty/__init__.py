@@ -28,6 +28,7 @@ class StudyHonesty:
     reproduction_line: str = "No independent reproduction recorded"
     registrations: list = field(default_factory=list)       # registrations.Verified of this study
     corrections: list = field(default_factory=list)         # dicts for partials/corrections.html
+    withdrawals: list = field(default_factory=list)         # dicts for partials/corrections.html
     bundle_sha256: str = ""
 
 
@@ -45,6 +46,7 @@ class Honesty:
         self.studies: dict[str, StudyHonesty] = {}
         self._corrections: dict[str, list] = {}     # study -> errata.Correction
         self._shown: dict[str, list] = {}           # page rel -> corrections rendered for its page
+        self._withdrawn: dict[str, list] = {}       # page rel -> withdrawn claims listed on its page
 
     @property
     def used(self) -> dict[str, bool]:
@@ -95,7 +97,8 @@ class Honesty:
         info = StudyHonesty(
             study=name, reproductions=found, reproduction_line=reproductions.reproduction_line(found),
             registrations=[v for v in self.registrations if v.registration.study == name],
-            corrections=self._shown.get(page.rel, []), bundle_sha256=getattr(bundle, "sha256", ""))
+            corrections=self._shown.get(page.rel, []), withdrawals=self._withdrawn.get(page.rel, []),
+            bundle_sha256=getattr(bundle, "sha256", ""))
         self.studies[name] = info
         return info
 
@@ -137,7 +140,12 @@ class Honesty:
                 continue
             prefix = "../" * page.depth
             shown = []
-            for item in found:
+            self._withdrawn[page.rel] = [
+                {"item": item, "note_href": f"{prefix}source/{item.rel}.html#L{item.lines['withdraws']}"}
+                for item in found if isinstance(item, errata.Withdrawal)]
+            if self._withdrawn[page.rel]:
+                self.resolver.used[self._withdrawn[page.rel][0]["item"].rel] = True   # its line view is linked
+            for item in (c for c in found if isinstance(c, errata.Correction)):
                 cells = {}
                 for field in ("published", "corrected"):
                     try:

@@ -11,7 +11,17 @@ its line:
 
 `published` must be the value golden.json holds at `corrects` (the value as published, which the
 bundle keeps), equal as written: both are read as exact decimals, never rounded to either's
-precision. `corrected` is the value that replaces it. The study page lists every correction with
+precision. `corrected` is the value that replaces it.
+
+A claim the study published that no single value holds (a test that could not have passed, a
+reading the data do not support) is withdrawn by a block of its own, the claim in a few words:
+
+    - withdraws: the learned-dimension test's verdict on seven dimensions
+    - date: 2026-12-02
+    - reason: ...
+
+The study page lists it under Corrections with its date, its reason and its receipt to the note;
+the page's own prose says, with numbers by reference, what replaces it. The study page lists every correction with
 both values, the published one struck through, each with its receipt to its line; a page that
 reads a corrected value bare (not through the note) is refused, in any reference form that
 reaches it: FILE:LINE, FILE#KEY, FILE:LINE#KEY, or a block or an aggregate that holds it.
@@ -34,6 +44,7 @@ from ..refgrammar import RefSyntaxError, parse_ref
 from ..resolve import find_entry
 
 FIELDS = ("corrects", "published", "corrected", "date", "reason")
+CLAIM_FIELDS = ("withdraws", "date", "reason")
 PLAIN = re.compile(r"[+\-\u2212]?\d+(\.\d+)?")
 LINE = re.compile(r"^- (?P<key>[a-z]+): (?P<value>.*\S)\s*$")
 CORRECTS = re.compile(rf"^{re.escape(contract.GOLDEN)}#(?P<path>[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*)$")
@@ -61,6 +72,18 @@ class Correction:
         return f"{self.rel}:{self.lines[field]}"
 
 
+@dataclass(frozen=True)
+class Withdrawal:
+    """A published claim withdrawn by the note: no value of golden.json changes."""
+
+    rel: str                 # repository-relative path of the note
+    study: str
+    claim: str               # the claim, in a few words
+    date: str
+    reason: str
+    lines: dict              # field -> 1-based line in the note
+
+
 def _number(text: str, where: str, field: str) -> Decimal:
     """The one number of a field, exactly as written (a plain decimal: no %, no fraction, no 1,000)."""
     numbers = find_numbers(text)
@@ -71,8 +94,9 @@ def _number(text: str, where: str, field: str) -> Decimal:
     return Decimal(numbers[0].text.replace("\u2212", "-"))
 
 
-def parse(text: str, rel: str, study: str) -> list[Correction]:
-    """Every correction of a note; BuildError names the note's line."""
+def parse(text: str, rel: str, study: str) -> list:
+    """Every correction (Correction) and withdrawn claim (Withdrawal) of a note, in order;
+    BuildError names the note's line."""
     blocks, current = [], None
     for number, line in enumerate(text.split("\n"), start=1):
         match = LINE.match(line)
@@ -82,18 +106,31 @@ def parse(text: str, rel: str, study: str) -> list[Correction]:
                                  f"{rel}:{number}")
             continue
         key, value = match.group("key"), match.group("value")
-        if key not in FIELDS:
-            raise BuildError(f"unknown field {key!r} (a correction has {', '.join(FIELDS)})", f"{rel}:{number}")
-        if key == "corrects":
-            current = {"_line": number}
+        if key not in FIELDS + CLAIM_FIELDS:
+            raise BuildError(f"unknown field {key!r} (a correction has {', '.join(FIELDS)}; a withdrawn claim "
+                             f"{', '.join(CLAIM_FIELDS)})", f"{rel}:{number}")
+        if key in ("corrects", "withdraws"):
+            current = {"_line": number, "_fields": FIELDS if key == "corrects" else CLAIM_FIELDS}
             blocks.append(current)
         elif current is None:
-            raise BuildError("a correction starts with its '- corrects:' line", f"{rel}:{number}")
+            raise BuildError("a correction starts with its '- corrects:' line (a withdrawn claim with "
+                             "'- withdraws:')", f"{rel}:{number}")
         if key in current:
             raise BuildError(f"{key} given twice in one correction", f"{rel}:{number}")
+        if key not in current["_fields"]:
+            raise BuildError(f"{key} is not a field of a withdrawn claim ({', '.join(CLAIM_FIELDS)})",
+                             f"{rel}:{number}")
         current[key] = (value, number)
     out = []
     for block in blocks:
+        if block["_fields"] is CLAIM_FIELDS:
+            missing = [f for f in CLAIM_FIELDS if f not in block]
+            if missing:
+                raise BuildError(f"withdrawn claim lacks {', '.join(missing)}", f"{rel}:{block['_line']}")
+            lines = {f: block[f][1] for f in CLAIM_FIELDS}
+            _date(block["date"][0], f"{rel}:{lines['date']}")
+            out.append(Withdrawal(rel, study, block["withdraws"][0], block["date"][0], block["reason"][0], lines))
+            continue
         missing = [f for f in FIELDS if f not in block]
         if missing:
             raise BuildError(f"correction lacks {', '.join(missing)}", f"{rel}:{block['_line']}")
@@ -103,10 +140,7 @@ def parse(text: str, rel: str, study: str) -> list[Correction]:
         if not corrects:
             raise BuildError(f"corrects must name a value of {contract.GOLDEN} as {contract.GOLDEN}#KEY/PATH",
                              where["corrects"])
-        try:
-            datetime.date.fromisoformat(block["date"][0])
-        except ValueError:
-            raise BuildError(f"date must be YYYY-MM-DD, not {block['date'][0]!r}", where["date"]) from None
+        _date(block["date"][0], where["date"])
         published = _number(block["published"][0], where["published"], "published")
         out.append(Correction(rel, study, corrects.group("path"), float(published),
                               float(_number(block["corrected"][0], where["corrected"], "corrected")),
@@ -114,8 +148,16 @@ def parse(text: str, rel: str, study: str) -> list[Correction]:
     return out
 
 
-def load(root: Path, study: str, resolver, refusal=lambda rel: None) -> list[Correction]:
-    """The corrections of `study` (none without a note), each checked against its golden.json."""
+def _date(text: str, where: str) -> None:
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        raise BuildError(f"date must be YYYY-MM-DD, not {text!r}", where) from None
+
+
+def load(root: Path, study: str, resolver, refusal=lambda rel: None) -> list:
+    """The corrections and withdrawn claims of `study` (none without a note), each correction
+    checked against its golden.json."""
     rel = f"bundles/{study}/{contract.CORRECTIONS}"
     path = Path(root) / rel
     if not path.is_file():
@@ -130,6 +172,8 @@ def load(root: Path, study: str, resolver, refusal=lambda rel: None) -> list[Cor
     corrections = parse(text, rel, study)
     golden = None
     for item in corrections:
+        if isinstance(item, Withdrawal):
+            continue
         where = f"{rel}:{item.lines['corrects']}"
         try:
             value = resolver.resolve(f"bundles/{study}/{contract.GOLDEN}#{item.key_path}")
@@ -166,7 +210,8 @@ def corrected_read(resolved, corrections: list[Correction], fixture) -> Correcti
     reference names it, by key path, by line or by both, or names a block that holds it, whether
     shown as a table or aggregated; a value whose expression is not a reference (a figure's
     source) is matched by its line and its items' lines."""
-    hits = [c for c in corrections if resolved.source == f"bundles/{c.study}/{contract.GOLDEN}"]
+    hits = [c for c in corrections
+            if isinstance(c, Correction) and resolved.source == f"bundles/{c.study}/{contract.GOLDEN}"]
     if not hits:
         return None
     read = _entry_read(resolved.expression, fixture)

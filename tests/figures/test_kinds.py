@@ -87,16 +87,20 @@ def test_patch_picker_two_points_per_pair_and_a_labelled_select(ctx):
     assert fig.marks == 2 * 3  # three pairs, clean and patched each
     for svg in svgs(inlined(fig)).values():
         assert count_marks(svg, "points") == 6
-    # the picker names what it shows: the dimension and the mode beside the component
-    assert '<label for="fig-pp-component">Component to patch (safety, mean patching)</label>' in inlined(fig)
-    assert 'component + \\" patched (mean), dimension safety\\"' in fig.files[next(iter(k for k in fig.files if k.endswith(".json")))].decode()
-    assert inlined(fig).count("<option ") == 8
+    # the picker names what it shows: the dimension and the mode beside the component, and the
+    # dimension is a second select (issue 27 item 5: a picker fixed to one dimension hid the others)
+    assert '<label for="fig-pp-component">Component to patch (mean patching)</label>' in inlined(fig)
+    assert '<label for="fig-pp-dimension">Dimension</label>' in inlined(fig)
+    assert '<option value="safety" selected>' in inlined(fig)
+    assert 'component + \\" patched (mean), dimension \\" + dimension' in fig.files[next(iter(k for k in fig.files if k.endswith(".json")))].decode()
+    assert inlined(fig).count("<option ") == 8 + 2
     # Default = the component patching moves most (patch rank 1), chosen through rankstats.
     top = min(ranked_components("safety").items(), key=lambda kv: kv[1][1])[0]
     assert f'<option value="{top}" selected>' in inlined(fig)
     spec = payload(fig)
     rows = [row for rows in spec["data"].values() for row in rows if "patched_margin" in row]
-    assert len(rows) == 8 * 3 and {r["component"] for r in rows} == set(ranked_components("safety"))
+    assert len(rows) == 8 * 3 * 2 and {r["component"] for r in rows} == set(ranked_components("safety"))
+    assert {r["dimension"] for r in rows} == {"helpfulness", "safety"}
 
 
 def test_patch_picker_keeps_the_axis_fixed_across_components(ctx):
@@ -120,6 +124,9 @@ def test_top_lists_entries_with_receipts_and_ranks_beyond(ctx):
     assert patch_ranks[0].value == ranks[first_attr][1]
     assert patch_ranks[0].source.endswith("patching_per_pair.jsonl") and patch_ranks[0].line is None
     assert "Ranked beyond this list" in inlined(fig)
+    # issue 27 item 4: no false precision in what a reader sees ("moves 99.8641%")
+    import re
+    assert re.search(r">\d+\.\d%<", inlined(fig)) and not re.search(r"\d\.\d{2,}%", inlined(fig))
 
 
 def _fixture_patching(dimension, mode="mean"):
@@ -131,10 +138,11 @@ def test_patch_picker_shows_the_off_distribution_flag_of_every_patch(ctx):
     fig = render_figure("patch_picker", {"id": "pp", "data": DATA,
                                          "options": {"dimension": "safety", "component": "mlp_L3"}}, ctx)
     rows = _fixture_patching("safety")
+    every = rows + _fixture_patching("helpfulness")   # the data table holds every dimension
     csv = next(v for k, v in fig.files.items() if k.endswith(".csv")).decode().splitlines()
     assert csv[0].endswith(",off-distribution")
-    assert sum(line.endswith(",flagged") for line in csv) == sum(r["offdist_flag"] for r in rows) > 0
-    assert sum(line.endswith(",no") for line in csv) == sum(not r["offdist_flag"] for r in rows) > 0
+    assert sum(line.endswith(",flagged") for line in csv) == sum(r["offdist_flag"] for r in every) > 0
+    assert sum(line.endswith(",no") for line in csv) == sum(not r["offdist_flag"] for r in every) > 0
     picked = sum(r["offdist_flag"] for r in rows if r["component"] == "mlp_L3")
     assert f"{picked} of the 3 patched margins are flagged off-distribution" in inlined(fig)
     spec = payload(fig)

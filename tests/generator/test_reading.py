@@ -183,3 +183,20 @@ def test_a_finding_takes_its_rung_and_claim_kind_from_its_study_never_its_own(si
         f"{at} 1: claim 'causal' is not what its values support: together they make it 'observational vs causal'",
         f"{at} 3: claim 'causal' is not what its values support: together they make it 'observational vs causal'",
     ], err
+
+
+def test_a_study_says_why_its_rung_is_what_it_is(site, capsys, monkeypatch):
+    """Issue 27 item 3: a rung with its reason shown. `trust_reason` prints beside the rung chip
+    in the study header, and the number rule reads it like the other prose fields."""
+    _study_site(site, monkeypatch)
+    front = STUDY_FRONT + "trust_reason: a null result whose test could not pass where the effect was real\n"
+    write_page(site, "studies/demo.md", "## Result\n\nText.\n", front)
+    assert run(site) == 0
+    html = (site / "public/studies/demo/index.html").read_text()
+    header = html[html.index('<dl class="study-facts">'):html.index("</dl>")]
+    assert re.search(r'<dt>trust</dt><dd[^>]*><span class="chip trust[^"]*"[^>]*>.*?</span> '
+                     r'<span class="trust-reason">a null result whose test could not pass where the effect was '
+                     r'real</span></dd>', header, re.S), header
+    write_page(site, "studies/demo.md", "## Result\n\nText.\n", STUDY_FRONT + "trust_reason: it missed by 0.25\n")
+    assert run(site) == 1
+    assert "0.25" in capsys.readouterr().err

@@ -263,3 +263,44 @@ def test_other_values_of_the_file_stay_quotable(tmp_path):
     note = GOOD.format(published=_tiny_mean_rho())
     _result, errors = _site_with_note(tmp_path, note, "## Result\n\nHonesty: {{ golden.json#per_dimension_rho/honesty }}.\n")
     assert errors == []
+
+
+WITHDRAWN = """# Corrections to the tiny study
+
+- withdraws: the test's verdict on every dimension
+- date: 2026-12-02
+- reason: The test could not have passed where the baseline was already right on every seed.
+"""
+
+
+def test_a_withdrawn_claim_is_listed_with_its_reason_and_its_line():
+    """Issue 30 item 7: a claim no single value holds is corrected through the note too."""
+    items = errata.parse(WITHDRAWN + "\n" + GOOD.format(published="0.1"), "bundles/tiny/CORRECTIONS.md", "tiny")
+    assert [type(i).__name__ for i in items] == ["Withdrawal", "Correction"]
+    claim = items[0]
+    assert (claim.claim, claim.date, claim.lines) == ("the test's verdict on every dimension", "2026-12-02",
+                                                     {"withdraws": 3, "date": 4, "reason": 5})
+
+
+@pytest.mark.parametrize("text, line, message", [
+    (WITHDRAWN.replace("- date: 2026-12-02\n", ""), 3, "withdrawn claim lacks date"),
+    (WITHDRAWN.replace("- reason:", "- published: 0.5\n- reason:"), 5, "published is not a field of a withdrawn claim"),
+    (WITHDRAWN.replace("2026-12-02", "2 December"), 4, "date must be YYYY-MM-DD"),
+])
+def test_a_malformed_withdrawal_names_its_line(text, line, message):
+    with pytest.raises(BuildError) as caught:
+        errata.parse(text, "bundles/tiny/CORRECTIONS.md", "tiny")
+    assert caught.value.where == f"bundles/tiny/CORRECTIONS.md:{line}"
+    assert message in caught.value.message
+
+
+def test_the_page_lists_a_withdrawn_claim_and_its_header_counts_it(tmp_path):
+    result, errors = _site_with_note(tmp_path, WITHDRAWN, "## Result\n\nText.\n")
+    assert errors == []
+    html = result.files["studies/tiny/index.html"].decode()
+    assert '<a href="#corrections">1 published claim withdrawn</a>' in html
+    section = html[html.index('id="corrections"'):]
+    assert ("<li><strong>Withdrawn: the test&#39;s verdict on every dimension</strong> "
+            '(<a href="../../source/bundles/tiny/CORRECTIONS.md.html#L3">correction note</a>, 2026-12-02). '
+            "The test could not have passed") in section
+    assert "source/bundles/tiny/CORRECTIONS.md.html" in result.files

@@ -247,6 +247,7 @@ def test_citation_copies_with_the_address_the_page_is_read_at(browser, base_url)
     try:
         page = context.new_page()
         page.goto(base_url + STUDY, wait_until="load")
+        page.locator("#cite-title").click()   # the citation is folded into the records block
         entry = page.locator("#cite-bibtex").inner_text()
         assert re.search(r"\n  url +=\s*\{" + re.escape(base_url + STUDY) + r"\}", entry), entry
         button = page.locator("button.copy-button")
@@ -300,7 +301,7 @@ def test_live_figures_load_nothing_until_a_reader_interacts(new_page):
 
 def test_provenance_page_lists_every_value_of_its_page(site_dir):
     html = _html(site_dir, STUDY)
-    section = html[html.index('<section class="provenance"'):]
+    section = html[html.index('<details class="more provenance"'):]
     assert '<a href="provenance.html">Every value, one by one' in section
     listed_here = re.findall(r"<li>.*?: (\d+) values?</li>", section)
     receipts = re.findall(r'id="(ref-\d+)"', html)
@@ -332,3 +333,26 @@ def test_every_study_page_opens_with_its_findings_and_ends_on_the_takeaway(site_
         assert "<h2" not in before, f"/{where}/: a section comes before the findings box"
         assert '<aside class="takeaway"' in html[box.end():], f"/{where}/ does not end on the takeaway rule"
     assert len(studies) >= 3, studies
+
+
+def test_a_study_pages_records_are_one_block_of_at_most_a_screen(browser, base_url, site_dir):
+    """Issue 27 item 2: the bundle, how to run its check, the reproductions recorded, the citation
+    and where the numbers come from sit in one block at the end of each study page, its long parts
+    folded, at most a screen tall at 1280 x 800 and on a 390 px phone."""
+    studies = sorted(p.parent.relative_to(site_dir).as_posix() for p in site_dir.rglob("index.html")
+                     if '<article class="page study"' in p.read_text("utf-8"))
+    assert len(studies) >= 3, studies
+    for width, height in ((1280, 800), (390, 844)):
+        context = browser.new_context(viewport={"width": width, "height": height})
+        try:
+            page = context.new_page()
+            for where in studies:
+                page.goto(f"{base_url}{where}/", wait_until="load")
+                blocks = page.locator(".records-block")
+                assert blocks.count() == 1, f"/{where}/ has {blocks.count()} records blocks"
+                for part in ("section.bundle", "#reproductions", "#cite", ".provenance"):
+                    assert blocks.locator(part).count() == 1, f"/{where}/: {part} is not in the records block"
+                tall = blocks.evaluate("e => e.getBoundingClientRect().height")
+                assert tall <= height, f"/{where}/ at {width} px: the records block is {tall:.0f} px tall, over a screen"
+        finally:
+            context.close()
