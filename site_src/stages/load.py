@@ -6,7 +6,7 @@ from pathlib import Path
 
 import jinja2
 
-from .. import reader
+from .. import csp, reader
 from ..config import load_config, order_pages
 from ..errors import BuildError, Errors
 from ..fixtures import FixtureCache
@@ -38,6 +38,7 @@ def make_env(files: RepoFiles) -> jinja2.Environment:
     env = jinja2.Environment(loader=RepoLoader(files), autoescape=True, undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
     env.globals.update(table_wrap=table_wrap)  # the one table wrapper (site_src/tablewrap.py)
+    env.globals.update(csp.template_globals())  # every page's Content-Security-Policy (site_src/csp.py)
     return env
 
 
