@@ -312,7 +312,7 @@ def test_keyboard_and_screen_reader_use_and_the_record(reader, kit, smallest, si
         record_text = page.get_by_role("textbox", name="Reproduction record").input_value()
         if not kit.AXE.is_file():
             kit.missing_tool(f"axe-core at {kit.AXE} (run `npm ci`)")
-        page.add_script_tag(path=str(kit.AXE))
+        kit.load_axe(page)
         violations = page.evaluate("""async () => (await axe.run(document.querySelector('.bundle-check'),
             {resultTypes: ['violations']})).violations.filter(v => ['serious', 'critical'].includes(v.impact))
             .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', '))""")
@@ -619,8 +619,10 @@ def fresh_page(browser, kit):
     context.close()
 
 
+# Both downloads a third done: a stop then (as a server's restart would) once left the page's one
+# Python loading for ever, so that every later click waited on it (issue 27, item 6).
 BOTH_UNDER_WAY = """() => { const bars = document.querySelectorAll('.bundle-check progress');
-    return bars.length >= 2 && Array.from(bars).every(b => b.value > 0 && b.value < b.max); }"""
+    return bars.length >= 2 && Array.from(bars).every(b => b.value > 0.3 * b.max && b.value < b.max); }"""
 
 
 def test_the_check_recovers_when_the_site_goes_away_during_a_run(flaky, fresh_page, smallest):
