@@ -128,8 +128,10 @@ def reader(browser, server, site_dir, tmp_path_factory, kit):
 
 
 def run_check(page):
-    """Click the button and wait for the check's result."""
+    """Click the button and wait for the check's result (not the last run's: its state is cleared
+    first, as the click sets "running" only once check.js has been imported)."""
     box = page.locator(".bundle-check")
+    box.evaluate("b => b.removeAttribute('data-check-state')")
     box.locator("button.check-run").click()
     handle = box.element_handle()
     page.wait_for_function(DONE, arg=handle, timeout=RESULT_TIMEOUT_MS)
@@ -258,13 +260,13 @@ def test_an_altered_zip_shows_the_hash_mismatch_and_the_differing_output(altered
 
 
 def test_a_second_run_on_the_page_starts_a_fresh_python_and_the_real_zip_matches(altered_page, reader):
-    """Every run has its own Python (nothing the altered zip's code did to the first reaches it),
-    and the runtime it starts from comes from the browser's cache, not the network."""
+    """Every run has its own Python: nothing the altered zip's code did to the first reaches it, and
+    the first run's worker is ended. (The runtime comes over the network here: Playwright's request
+    routing, which blocks other hosts, turns the browser's cache off.)"""
     box = run_check(altered_page)
     state = attrs(box)
     assert (state.get("hash"), state.get("output"), state.get("exit")) == ("match", "match", "0"), state
     assert "a fresh one for this run" in box.inner_text()
-    assert "came from the browser's cache" in box.inner_text(), box.locator(".check-steps").inner_text()
     assert len(altered_page.workers) == 1, "the first run's worker was not ended"
 
 
