@@ -113,16 +113,23 @@ function reason(err) {
   return (err && err.message) || String(err);
 }
 
-/* One step of the run: a list item that says what is happening, then what happened and its time. */
+/* One step of the run: a list item that says what is happening, with the seconds it has taken so
+ * far (so a long step, CPython's start-up, is seen to be going on), then what happened and its time. */
 function step(list, doing) {
-  const item = el("li", { "class": "check-step", "data-step-state": "running" }, el("span", { text: doing }));
+  const clock = el("span", { "class": "check-time check-elapsed", text: "" });
+  const item = el("li", { "class": "check-step", "data-step-state": "running" }, el("span", { text: doing }), " ", clock);
   list.append(item);
   const started = performance.now();
+  const ticking = setInterval(() => {
+    if (!item.isConnected || item.getAttribute("data-step-state") !== "running") { clearInterval(ticking); return; }
+    clock.textContent = `${Math.round((performance.now() - started) / 1000)}\u00a0s so far`;
+  }, 1000);
   return {
     item,
     finished: false,
     done(text, state) {
       this.finished = true;
+      clearInterval(ticking);
       const took = performance.now() - started;
       item.textContent = "";
       item.append(el("span", { text }), " ", el("span", { "class": "check-time", text: "(" + seconds(took) + ")" }));
