@@ -14,6 +14,7 @@ regular file, or a runtime over `MAX_RUNTIME_BYTES` is refused with the reason.
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from dataclasses import dataclass, field
@@ -37,6 +38,11 @@ MAX_MANIFEST_BYTES = 1024 * 1024
 # peaks at up to 8.5 bytes of memory per unpacked byte, which the browser holds in a 32-bit
 # WebAssembly memory (4 GiB at most, less on a phone). At 100 MB: about a minute, under a gigabyte.
 MAX_BROWSER_BUNDLE_BYTES = 100 * 1000 * 1000
+# How long the browser's reproduce.py may run before check.js ends it (and its worker): a minute,
+# plus 5 s per unpacked MB, ten times the slowest rate measured above, for a phone and a busy
+# machine. 98 s for the organism (7.5 MB), 153 s for MiniLM (18.5 MB), 560 s at the 100 MB limit.
+TIME_LIMIT_BASE_S = 60
+TIME_LIMIT_S_PER_MB = 5
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,10 @@ class Runtime:
     def too_large(self, bundle) -> str:
         """Why `bundle` (a site_src.bundles.Bundle) is not offered for checking here; empty when it is."""
         return too_large(sum(f.size for f in bundle.files))
+
+    def time_limit(self, bundle) -> int:
+        """Seconds the browser's run of `bundle`'s reproduce.py may take before it is stopped."""
+        return time_limit(sum(f.size for f in bundle.files))
 
     def public_files(self) -> dict:
         """{path under the site root: bytes or CopiedFile}; empty when the runtime is absent."""
@@ -123,6 +133,11 @@ def too_large(unpacked_bytes: int) -> str:
         return ""
     return (f"its files unpack to {unpacked_bytes / 1e6:.0f} MB, more than the {MAX_BROWSER_BUNDLE_BYTES / 1e6:.0f} MB "
             "this site checks in a browser")
+
+
+def time_limit(unpacked_bytes: int) -> int:
+    """Seconds a browser may run the reproduce.py of a bundle of `unpacked_bytes` (check.js ends it then)."""
+    return TIME_LIMIT_BASE_S + math.ceil(TIME_LIMIT_S_PER_MB * unpacked_bytes / 1e6)
 
 
 def _pinned_version(root: Path) -> str:

@@ -48,5 +48,23 @@ def install_markdown_rules(md) -> None:
     def table_close(self, tokens, idx, options, env):
         return render_default(default_close, self, tokens, idx, options, env) + str(CLOSE)
 
+    # A header cell left empty (the corner above a column of row labels) names nothing: a header
+    # without text is announced as nothing by a screen reader (axe: empty-table-header), so it is
+    # written as an ordinary empty cell.
+    def th_open(self, tokens, idx, options, env):
+        html = self.renderToken(tokens, idx, options, env)
+        return html.replace("<th", "<td", 1) if _empty_cell(tokens, idx + 1) else html
+
+    def th_close(self, tokens, idx, options, env):
+        html = self.renderToken(tokens, idx, options, env)
+        return html.replace("</th", "</td", 1) if _empty_cell(tokens, idx - 1) else html
+
     md.add_render_rule("table_open", table_open)
     md.add_render_rule("table_close", table_close)
+    md.add_render_rule("th_open", th_open)
+    md.add_render_rule("th_close", th_close)
+
+
+def _empty_cell(tokens, at: int) -> bool:
+    """Whether the inline token at `at` (a cell's content) holds no text."""
+    return 0 <= at < len(tokens) and tokens[at].type == "inline" and not tokens[at].content.strip()

@@ -10,6 +10,7 @@ The generator calls four things, each a thin call site:
 - `page_extras(...)` per content page: template context (`og`, `cite`) and extra files;
 - `add_permalinks(html)` on each page body;
 - `breakable_code(html)` on each page: break opportunities in long inline code;
+- `word_boundaries(html)` on each page: whitespace where search would run two elements' words together;
 - `unindexed_blocks(html)` on each page body: code and program output left out of search;
 - `provenance_page(...)` per content page: every value it shows, on a page of its own;
 - `Indexing(folder)` once the pages are written (`search_reads(rel)` names them), finished before
@@ -24,10 +25,10 @@ from .preview import og_context, start_preview
 from .provenance import NAME as PROVENANCE_PAGE, provenance_page
 from .search import Indexing, SearchError, index_search
 from .search import indexed as search_reads
-from .wrapping import breakable_code, unindexed_blocks
+from .wrapping import breakable_code, unindexed_blocks, word_boundaries
 
 __all__ = ["Facts", "site_facts", "page_extras", "start_preview", "add_permalinks", "index_search", "Indexing", "search_reads", "SearchError",
-           "provenance_page", "breakable_code", "unindexed_blocks"]
+           "provenance_page", "breakable_code", "unindexed_blocks", "word_boundaries"]
 
 
 def page_extras(root, config, page, rendered, bundle, prefix: str, facts: Facts) -> tuple[dict, dict]:

@@ -42,9 +42,9 @@ def publish(bundled: Bundled, reuse: Reuse = make_anew) -> BuildResult:
             errors.add(BuildError(f"bundles: {exc}"))
         out.update(check.public_files())
     try:
-        out.update(site.honesty.pages(lambda template, prefix, **ctx: reader.breakable_code(
+        out.update(site.honesty.pages(lambda template, prefix, **ctx: reader.word_boundaries(reader.breakable_code(
             site.jinja.get_template(template).render(**_common(site, None, prefix), description=ctx.get("summary", ""),
-                                                     **ctx))))
+                                                     **ctx)))))
     except jinja2.TemplateError as exc:
         errors.add(BuildError(f"template error in the registration pages: {exc}"))
     used = dict(rendered.used)
@@ -222,13 +222,13 @@ def _page_html(site: Site, page, rendered, bundle, honesty=None, extra=None) -> 
         from .. import figures   # imported by the first page with figures
         common["extra_head"] = Markup(figures.figure_head_html(prefix + "assets/"))
     template = site.jinja.get_template("page.html")
-    return reader.breakable_code(template.render(
+    return reader.word_boundaries(reader.breakable_code(template.render(
         **common,
         page=page, title=page.meta.get("title", ""), name=page.name, summary=page.meta.get("summary", ""),
         description=page.meta.get("summary", ""), body=Markup(reader.unindexed_blocks(reader.add_permalinks(rendered.html))),
         headings=rendered.headings, provenance=provenance_rows(rendered, prefix), listing=listing, bundle=bundle, honesty=honesty,
         **(extra or {}),
-    ))
+    )))
 
 
 def _source_view(site: Site, rel: str, data: bytes) -> bytes:

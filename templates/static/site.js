@@ -13,7 +13,8 @@
  * Tables: a table wrapper that does not scroll is taken out of the tab order.
  * Receipts: a value's element (site_src/receipt_html.py) names its source in data attributes; on
  * hover or keyboard focus one shared role=tooltip element (#ref-tip) shows them and the value is
- * described by it; the pointer may move onto the tip, Escape dismisses it. A glossary term's link
+ * described by it, over the value (under it only at the window's top edge, data-tip-side says
+ * which); the pointer may move onto the tip, Escape dismisses it. A glossary term's link
  * (.term[data-definition]) shows its definition in the same tooltip.
  */
 (function () {
@@ -176,12 +177,18 @@
       }
       tip.textContent = words(el);
       tip.hidden = false;
-      // under the value's last line, kept inside the page's width
-      var rects = el.getClientRects(), r = rects[rects.length - 1] || el.getBoundingClientRect();
+      // over the value's first line, where it covers only what was read before it (below, it hid
+      // the next number: the next line of prose, the next row of a column); under the value's
+      // last line only when the window has no room above. Kept inside the page's width.
+      var rects = el.getClientRects(), first = rects[0] || el.getBoundingClientRect();
+      var last = rects[rects.length - 1] || first;
+      var above = first.top - tip.offsetHeight >= 0;
+      var r = above ? first : last;
       var width = document.documentElement.clientWidth;
       var left = Math.max(4, Math.min(r.left, width - tip.offsetWidth - 4));
       tip.style.left = (left + window.scrollX) + "px";
-      tip.style.top = (r.bottom + window.scrollY) + "px";
+      tip.style.top = ((above ? first.top - tip.offsetHeight : last.bottom) + window.scrollY) + "px";
+      tip.setAttribute("data-tip-side", above ? "above" : "below");
       el.setAttribute("aria-describedby", "ref-tip");
       owner = el;
     }
@@ -206,6 +213,11 @@
           function (e) { box.querySelector(".check-status").textContent = "The check could not load: " + e; });
       });
       box.hidden = false;
+      // the skip link to the bundle now leads to the check's button
+      document.querySelectorAll('a[data-skip-bundle="' + box.id + '"]').forEach(function (skip) {
+        skip.setAttribute("href", "#" + box.id);
+        skip.textContent = "Skip to the check in this browser";
+      });
     });
   }
 

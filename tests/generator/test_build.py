@@ -63,7 +63,7 @@ def test_tables_give_each_cell_its_own_line(site):
     table = table[: table.index("</table>")]
     assert re.findall(r'data-source="([^"]+)"', table) == [
         "data/golden.json:5", "data/golden.json:11", "data/golden.json:12", "data/golden.json:13"]
-    assert '<th scope="row">helpfulness</th><td class="num">' in table and "\u22120.306" in table
+    assert '<th scope="row">helpfulness</th>\n<td class="num">' in table and "\u22120.306" in table
     grouped = html[html.index("<th scope=\"col\">mean margin</th>"):]
     rows = re.findall(r'<th scope="row">(\w+)</th>', grouped[: grouped.index("</table>")])
     assert rows == ["helpfulness", "safety"]  # sorted by the mean, descending
@@ -231,6 +231,18 @@ def test_every_table_sits_in_one_focusable_named_wrapper(site):
     assert 'aria-label="Table: key a, value"' in html
 
 
+def test_an_empty_corner_header_cell_is_an_ordinary_cell(site):
+    """A Markdown table's empty header cell (above a column of row labels) names nothing: it is
+    written as <td>, so no header without text reaches a screen reader (axe: empty-table-header)."""
+    write_page(site, "corner.md", "## Corner\n\n|   | low | high |\n|---|--:|--:|\n| spread | 1 | 2 |\n")
+    assert run(site) == 0
+    html = (site / "public/corner/index.html").read_text()
+    head = html[html.index("<thead>"): html.index("</thead>")]
+    assert re.findall(r"<t[hd][^>]*>[^<]*</t[hd]>", head) == \
+        ["<td></td>", '<th style="text-align:right">low</th>', '<th style="text-align:right">high</th>'], head
+    assert not re.search(r"<th\b[^>]*>\s*</th>", html)
+
+
 def test_study_page_header_and_bundle(site, monkeypatch):
     """The generator's side of the bundle contract, with stand-ins for site_src.bundles."""
     import site_src.bundles as bundles
@@ -252,8 +264,8 @@ def test_study_page_header_and_bundle(site, monkeypatch):
                "bundle: demo\n")
     assert run(site) == 0
     html = (site / "public/studies/demo/index.html").read_text()
-    assert '<dt>subject</dt><dd data-pagefind-weight="6">tiny/Reward-Model</dd>' in html
-    assert "<dt>reproduction</dt><dd>No independent reproduction recorded</dd>" in html  # computed, never typed
+    assert '<dt>subject</dt>\n<dd data-pagefind-weight="6">tiny/Reward-Model</dd>' in html
+    assert "<dt>reproduction</dt>\n<dd>No independent reproduction recorded</dd>" in html  # computed, never typed
     # 'calibrated' needs a scorecard (tests/honesty); a chip is text, colour and a symbol
     assert '<span class="chip trust trust-exploratory"><span class="chip-mark" aria-hidden="true" data-pagefind-ignore>▮▯▯</span> exploratory</span>' in html
     assert '<span class="chip claim claim-observational-vs-causal">observational vs causal</span>' in html

@@ -15,7 +15,7 @@ def test_header_says_no_independent_reproduction_while_there_is_none(tmp_path):
     result, errors = build_site(make_study_site(tmp_path))
     assert errors == []
     html = result.files["studies/tiny/index.html"].decode()
-    assert "<dt>reproduction</dt><dd>No independent reproduction recorded</dd>" in html
+    assert "<dt>reproduction</dt>\n<dd>No independent reproduction recorded</dd>" in html
 
 
 def _site_with_a_recorded_run(tmp_path, tiny_bundle, signer: str = "alice@example.org"):
@@ -40,7 +40,7 @@ def test_header_line_and_registry_come_from_the_records(tmp_path, tiny_bundle):
     assert errors == []
     html = result.files["studies/tiny/index.html"].decode()
     line = "No independent reproduction recorded; 1 run on the project&#39;s own machine matched the expected output (not independent)"
-    assert f'<dt>reproduction</dt><dd><a href="#reproductions">{line}</a></dd>' in html
+    assert f'<dt>reproduction</dt>\n<dd><a href="#reproductions">{line}</a></dd>' in html
     assert "reproduction on the project&#39;s own machine (not independent)" in html
     assert 'signed by <a href="../../source/reproductions/tiny/here.yaml.sig">alice@example.org</a>;' in html
     assert "source/reproductions/tiny/here.yaml.html" in result.files  # the record is published with its lines

@@ -213,9 +213,16 @@ def slug(path: str) -> str:
     return text or "home"
 
 
+def load_axe(page) -> None:
+    """Puts axe-core (from node_modules) in the page. Evaluated through the browser's debugging
+    protocol, not added as a <script>: the page's Content-Security-Policy (site_src/csp.py)
+    refuses inline scripts, and holds for everything else the tests see."""
+    page.evaluate(AXE.read_text(encoding="utf-8") + "\n;undefined")
+
+
 def inject_axe(page) -> list[dict]:
     """Runs axe-core (from node_modules) in the page; returns serious and critical violations."""
-    page.add_script_tag(path=str(AXE))
+    load_axe(page)
     result = page.evaluate(
         """async () => {
             const r = await axe.run(document, {resultTypes: ['violations']});
@@ -362,5 +369,5 @@ def kit():
         CHROMIUM=CHROMIUM, CHROMIUM_ARGS=CHROMIUM_ARGS, AXE=AXE, SCREENSHOTS=SCREENSHOTS, PHONE=PHONE, DESKTOP=DESKTOP,
         Recorder=Recorder, built_pages=built_pages, java_available=java_available,
         missing_tool=missing_tool, LAYOUT=LAYOUT, OPEN_SECTIONS=OPEN_SECTIONS, record_height=record_height,
-        slug=slug,
+        slug=slug, load_axe=load_axe,
     )

@@ -194,7 +194,8 @@ TOOLTIP_PROBE = """(el) => {
     return {text: tip.textContent.trim(), role: tip.getAttribute('role'),
             visible: !tip.hidden && r.width > 0 && r.height > 0 && st.visibility !== 'hidden'
                      && st.display !== 'none' && parseFloat(st.opacity) > 0.05,
-            near: Math.abs(r.top - v.bottom) < 2 && r.left >= 0 && r.right <= document.documentElement.clientWidth,
+            near: (Math.abs(r.bottom - v.top) < 2 || Math.abs(r.top - v.bottom) < 2)
+                  && r.left >= 0 && r.right <= document.documentElement.clientWidth,
             expected: (el.dataset.expr === undefined ? 'Recorded at ' + el.dataset.source
                        : 'Computed from ' + el.dataset.source + ': ' + el.dataset.expr)
                       + '. Raw value: ' + el.dataset.value};
@@ -252,6 +253,46 @@ def test_receipt_source_shows_on_hover_and_on_keyboard_focus(new_page, site_dir,
     assert page.evaluate("document.querySelectorAll('[role=tooltip]').length") == 1
     assert not visit.console_errors, visit.console_errors
     page.close()
+
+
+# Focus each of a page's receipts in turn (a sample spread over the page), each scrolled to the
+# window's middle: where its tip sits, and which receipts it covers that a reader reaches after it
+# (later in the page, on the value's line or below it: the next number of a sentence, of a column).
+TIP_COVERS = """(step) => {
+    const refs = Array.from(document.querySelectorAll('.ref[data-source]')).filter(r => r.getClientRects().length);
+    const out = [];
+    for (let i = 0; i < refs.length; i += step) {
+        const el = refs[i];
+        el.scrollIntoView({block: 'center'});
+        el.focus();
+        const tip = document.getElementById('ref-tip');
+        if (!tip || tip.hidden) { out.push({i, shown: false}); continue; }
+        const t = tip.getBoundingClientRect(), v = el.getClientRects()[0];
+        const covered = refs.slice(i + 1).filter(r => Array.from(r.getClientRects()).some(q => q.top >= v.top - 1 &&
+            q.left < t.right - 1 && q.right > t.left + 1 && q.top < t.bottom - 1 && q.bottom > t.top + 1));
+        out.push({i, shown: true, above: t.bottom <= v.top + 1, text: el.textContent,
+                  covers: covered.map(r => r.textContent).slice(0, 3)});
+    }
+    return out;
+}"""
+
+
+def test_a_receipts_tip_never_hides_the_numbers_after_it(new_page, site_dir, kit):
+    """Pointed at or focused, a value's source shows over the value, where it covers what was read
+    before it, never the next number (the next line of prose, the next row of a column)."""
+    checked = 0
+    for path in [p for p in _pages_with(kit, site_dir, 'data-source="') if p.startswith("studies/")]:
+        page, visit = new_page.open(path)
+        count = page.locator(".ref[data-source]").count()
+        found = page.evaluate(TIP_COVERS, max(1, count // 40))
+        page.close()
+        hidden = [f for f in found if not f["shown"]]
+        assert not hidden, f"/{path}: focus showed no tip for receipts {hidden[:5]}"
+        bad = [f for f in found if not f["above"] or f["covers"]]
+        assert not bad, f"/{path}: tips below their value or over later numbers: {bad[:5]}"
+        assert not visit.console_errors, visit.console_errors
+        checked += len(found)
+    assert checked >= 40, checked
 
 
 def test_receipt_is_a_working_link_without_script(browser, base_url, site_dir, kit):
@@ -361,6 +402,26 @@ def test_axe_finds_no_serious_or_critical_violation(width, request):
             report.append(f"/{path}: [{violation['impact']}] {violation['id']}: {violation['help']}\n      {nodes}")
     scheme = "light" if width == "desktop" else "dark"
     assert not report, f"axe-core, {width} width, {scheme} scheme:\n  " + "\n  ".join(report)
+
+
+def test_no_table_header_is_empty(new_page, site_dir, kit):
+    """axe-core's empty-table-header (a minor rule, so the check above passes over it) on the pages
+    where it was reported, and no <th> without text on any page."""
+    empty = []
+    for path in sorted(site_dir.rglob("*.html")):
+        for th in re.findall(r"<th\b([^>]*)>(.*?)</th>", path.read_text("utf-8"), re.S):
+            if not re.sub(r"<[^>]*>", "", th[1]).strip() and "aria-label" not in th[0]:
+                empty.append(f"{path.relative_to(site_dir)}: <th{th[0]}>")
+    assert not empty, empty[:10]
+    if not kit.AXE.is_file():
+        kit.missing_tool(f"axe-core at {kit.AXE} (run `npm ci`)")
+    for path in ("studies/planted/", "studies/planted/detail/"):
+        page, _visit = new_page.open(path)
+        kit.load_axe(page)
+        found = page.evaluate("""async () => (await axe.run(document, {runOnly: ['empty-table-header']}))
+            .violations.flatMap(v => v.nodes.map(n => n.target.join(' ')))""")
+        page.close()
+        assert found == [], f"/{path}: empty table headers at {found}"
 
 
 # --- artifacts ------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 permalinks, the favicon, "Cite this study", OpenGraph previews and the footer's commit."""
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import subprocess
@@ -125,6 +126,58 @@ def test_search_index_covers_content_pages_only(site_dir):
     assert not [p for p in marked if p.relative_to(site_dir).parts[0] == "source"], "fixture views are indexed"
     pages = list((REPO / "content").rglob("*.md"))
     assert len(marked) >= len(pages), f"{len(marked)} pages marked for the index, {len(pages)} content pages"
+
+
+def _indexed_text(site_dir: Path) -> dict[str, str]:
+    """{page URL: the text Pagefind indexed for it}, read from the index's page fragments (gzip, a
+    "pagefind_dcd" signature, then JSON with the page's `url` and `content`)."""
+    out = {}
+    for path in sorted((site_dir / "pagefind" / "fragment").glob("*.pf_fragment")):
+        data = gzip.decompress(path.read_bytes())
+        assert data.startswith(b"pagefind_dcd"), f"{path.name}: not a Pagefind fragment as this test knows them"
+        fragment = json.loads(data[len(b"pagefind_dcd"):])
+        out[fragment["url"]] = fragment["content"]
+    return out
+
+
+# What a reader sees of an indexed page, every collapsed and hidden part shown
+SHOWN_TEXT = """() => { const body = document.querySelector('[data-pagefind-body]');
+    document.querySelectorAll('details').forEach(d => { d.open = true; });
+    body.querySelectorAll('[hidden]').forEach(e => { e.hidden = false; });
+    return body.innerText; }"""
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.lower()))
+
+
+def test_search_keeps_the_words_apart_that_the_page_keeps_apart(new_page, site_dir):
+    """Every word in the search index is a word a reader sees on its page: the index never runs two
+    elements' words together ("claimobservational", "rank 8)mlp_L0" were indexed that way)."""
+    indexed = _indexed_text(site_dir)
+    assert len(indexed) >= 10, sorted(indexed)
+    glued = {}
+    for url, content in sorted(indexed.items()):
+        page, _visit = new_page.open(url.lstrip("/"))
+        shown = _words(page.evaluate(SHOWN_TEXT))
+        page.close()
+        unseen = sorted(_words(content) - shown)
+        if unseen:
+            glued[url] = unseen[:8]
+    assert not glued, f"indexed words no reader sees (two words run together): {glued}"
+
+
+def test_word_boundaries_leave_the_screen_alone_and_pre_untouched():
+    from site_src.reader import word_boundaries
+
+    html = ("<dl><dt>claim</dt><dd>causal</dd></dl><select><option>a</option><option>b</option></select>"
+            "<table><caption>c</caption><tr><th>d</th><td>e</td></tr></table>"
+            "<pre><code>x</dt><dd>y</code></pre><span>f</span><span>g</span>")
+    assert word_boundaries(html) == (
+        "<dl><dt>claim</dt>\n<dd>causal</dd>\n</dl><select><option>a</option>\n<option>b</option>\n</select>"
+        "<table><caption>c</caption>\n<tr><th>d</th>\n<td>e</td></tr></table>"
+        "<pre><code>x</dt><dd>y</code></pre><span>f</span><span>g</span>")
+    assert word_boundaries(word_boundaries(html)) == word_boundaries(html)
 
 
 def test_search_is_not_loaded_before_it_is_used(new_page):

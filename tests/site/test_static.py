@@ -1,7 +1,10 @@
-"""The built site stands on its own: no URL of another host in any file it serves, and every
-figure readable with JavaScript switched off."""
+"""The built site stands on its own: no URL of another host in any file it serves, a
+Content-Security-Policy on every page that keeps it so in the reader's browser, and every figure
+readable with JavaScript switched off."""
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 
 # XML namespace names are identifiers, never fetched.
@@ -43,6 +46,45 @@ def test_no_url_of_another_host_in_any_served_file(site_dir):
 
 def test_url_check_can_fail():
     assert URL.findall('<script src="https://cdn.example/x.js">') and URL.findall("<img src=//cdn.example/a.png>")
+
+
+CSP_META = re.compile(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">')
+
+
+def test_every_page_carries_a_policy_that_confines_it_to_the_site(site_dir):
+    """Every page's first element after its charset is a Content-Security-Policy that lets the page
+    (and a study bundle's code, run by "Run the check here") reach the site itself and nothing
+    else, and that allows each inline script the page holds, by its hash, and no other."""
+    problems = []
+    pages = [p for p in sorted(site_dir.rglob("*.html"))]
+    assert pages
+    for path in pages:
+        rel = path.relative_to(site_dir).as_posix()
+        html = path.read_text("utf-8")
+        head = html[: html.index("</head>")]
+        match = CSP_META.search(head)
+        if not match:
+            problems.append(f"{rel}: no Content-Security-Policy")
+            continue
+        first = re.search(r"<(?:script|link|style|img)\b", head)
+        if not head.startswith('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n' + match.group(0)) \
+                or (first and first.start() < match.start()):
+            problems.append(f"{rel}: the policy is not the first thing in <head>")
+        policy = dict((d.split(" ", 1) + [""])[:2] for d in match.group(1).replace("&#39;", "'").split("; "))
+        for name in ("default-src", "connect-src", "img-src", "font-src"):
+            if policy.get(name) != "'self'":
+                problems.append(f"{rel}: {name} is {policy.get(name)!r}, not 'self'")
+        if policy.get("worker-src") != "'self' blob:" or policy.get("object-src") != "'none'":
+            problems.append(f"{rel}: worker-src {policy.get('worker-src')!r}, object-src {policy.get('object-src')!r}")
+        scripts = policy.get("script-src", "").split()
+        if scripts[:1] != ["'self'"] or any(":" in source or "*" in source for source in scripts):
+            problems.append(f"{rel}: script-src {scripts} allows another host")
+        allowed = {s for s in scripts if s.startswith("'sha256-")}
+        inline = re.findall(r"<script>(.*?)</script>", html, re.S)
+        hashed = {"'sha256-" + base64.b64encode(hashlib.sha256(code.encode()).digest()).decode() + "'" for code in inline}
+        if hashed != allowed:
+            problems.append(f"{rel}: inline scripts {sorted(hashed)} but the policy allows {sorted(allowed)}")
+    assert not problems, "\n".join(problems[:20])
 
 
 def test_every_figure_shows_with_javascript_off(browser, base_url, site_dir, kit):
