@@ -7,22 +7,16 @@ so a skip there means something the suite should have checked was not checked: t
 reports it as a failure, naming the reason the test gave for skipping.
 
 The site build is the slow part of most folders that need one (figures drawn cold on a fresh
-clone, every bundle's reproduce.py run): tests that only read the built site share this one, so
-`make test` builds it once. `SITE_DIR=path` reads an already built site instead.
+clone, every bundle's reproduce.py run): tests that only read the built site share this one
+(sitebuild.py), so `make test` builds it once. `SITE_DIR=path` reads an already built site instead.
 """
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _in_ci() -> bool:
@@ -55,28 +49,11 @@ def pytest_make_collect_report(collector):
 
 # --- the site, built once -------------------------------------------------------------------
 
-_BUILT: dict = {}
+# importlib mode: make the helper importable; last on the path, so that the test folders (namespace
+# packages to Python) never shadow a module of the same name
+sys.path.append(str(Path(__file__).resolve().parent))
 
-
-def built_site() -> Path:
-    """The site, built once per session by the generator's own command line into a temporary
-    folder (removed at exit); raises RuntimeError with the build's output if it fails."""
-    given = os.environ.get("SITE_DIR")
-    if given:
-        return Path(given).resolve()
-    if "out" not in _BUILT:
-        folder = Path(tempfile.mkdtemp(prefix="site-test-"))
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        out = folder / "public"
-        cmd = [sys.executable, str(REPO / "build.py"), "build", "--out", str(out)]
-        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0 or not (out / "index.html").is_file():
-            _BUILT["error"] = (f"site build failed ({' '.join(cmd[1:])}, exit {proc.returncode}):\n"
-                               f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-        _BUILT["out"] = out
-    if "error" in _BUILT:
-        raise RuntimeError(_BUILT["error"])
-    return _BUILT["out"]
+from sitebuild import built_pages, built_site  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -87,3 +64,15 @@ def site_dir() -> Path:
         return built_site()
     except RuntimeError as exc:
         pytest.fail(str(exc), pytrace=False)
+
+
+def pytest_generate_tests(metafunc):
+    """A test taking `site_page` runs once per page of the built site (built here, at collection,
+    once for the session)."""
+    if "site_page" not in metafunc.fixturenames:
+        return
+    try:
+        pages = built_pages(built_site())
+    except RuntimeError as exc:   # reported by the tests themselves (site_dir fails with it)
+        pages = [f"(build failed: {str(exc).splitlines()[0]})"]
+    metafunc.parametrize("site_page", pages, ids=[f"/{p}" for p in pages])

@@ -27,6 +27,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from sitebuild import built_pages, html_file   # tests/sitebuild.py, on the path by tests/conftest.py
+
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -86,11 +88,6 @@ class _Shape(HTMLParser):
             self.kinds.add((tag, " ".join(sorted((attrs.get("class") or "").split())), attrs.get("role") or ""))
 
 
-def html_file(site_dir: Path, path: str) -> Path:
-    """The file a site-relative URL path serves."""
-    return site_dir / (path + "index.html" if path == "" or path.endswith("/") else path)
-
-
 def page_shapes(site_dir: Path, pages: list[str]) -> dict[str, list[str]]:
     """{representative: the pages of its shape}: pages built from one template with the same
     blocks (the same kinds of element, by tag, classes and role) form one shape, such as the
@@ -103,19 +100,6 @@ def page_shapes(site_dir: Path, pages: list[str]) -> dict[str, list[str]]:
         shapes.setdefault(frozenset(parser.kinds), []).append(path)
     return {max(members, key=lambda p: (html_file(site_dir, p).stat().st_size, p)): members
             for members in shapes.values()}
-
-
-def built_pages(site_dir: Path) -> list[str]:
-    """Every HTML file the build wrote, as a site-relative URL path (clean URLs end in '/')."""
-    pages = []
-    for path in sorted(site_dir.rglob("*.html")):
-        rel = path.relative_to(site_dir).as_posix()
-        if rel == "index.html":
-            rel = ""
-        elif rel.endswith("/index.html"):
-            rel = rel[: -len("index.html")]
-        pages.append(rel)
-    return pages
 
 
 # --- the browser ----------------------------------------------------------------------------
@@ -148,6 +132,7 @@ class Visit:
     heights: dict = field(default_factory=dict)  # {theme: px}, as a reader first meets it (sections closed)
     layout: dict = field(default_factory=dict)   # {theme: what layout_probe.js found}, sections open
     axe_for: list[str] = field(default_factory=list)   # the pages of its shape axe-core was run for
+    status: int | None = None                    # the HTTP status of the page itself
 
 
 class Recorder:
@@ -172,7 +157,7 @@ class Recorder:
         route.continue_()
 
     def open(self, path: str, open_sections: bool = True, settle: bool = True):
-        """Loads the page; `settle` waits for the network to go quiet too (visit_all waits later,
+        """Loads the page; `settle` waits for the network to go quiet too (Visits.visit waits later,
         while it works), `open_sections` opens its collapsed sections."""
         visit = Visit(url=self.base_url + path)
         self.current = visit
@@ -195,7 +180,8 @@ class Recorder:
         page.on("pageerror", lambda exc: visit.console_errors.append(f"uncaught: {exc}"))
         page.on("requestfailed", on_failed)
         page.on("response", on_response)
-        page.goto(visit.url, wait_until="load")
+        response = page.goto(visit.url, wait_until="load")
+        visit.status = response.status if response else None
         if settle:
             page.wait_for_load_state("networkidle")
         # a page's collapsed sections (details.more) hold tables and figures a reader opens: open
@@ -301,56 +287,90 @@ def _check_page(page, path: str, visit: Visit, viewport: dict, scheme: str, axe_
                              visit.heights[theme] / viewport["height"]))
 
 
-def visit_all(browser, base_url: str, site_dir: Path, viewport: dict, color_scheme: str,
-              run_axe: bool) -> dict[str, Visit]:
-    """Crawls from the home page, adds every built page, and visits each once: every check of
-    the page at this width, axe-core in `color_scheme`, the layout check in both themes."""
-    if run_axe and not AXE.is_file():
-        missing_tool(f"axe-core at {AXE} (run `npm ci`)")
-    folder = LAYOUT / f"{viewport['width']}-{color_scheme}"
-    if folder.is_dir():   # only this run's pages remain
-        for old in folder.glob("*.png"):
-            old.unlink()
-    recorder = Recorder(browser, base_url, viewport, color_scheme)
-    queue = [""] + built_pages(site_dir)
-    groups = page_shapes(site_dir, queue[1:])
-    grouped = {member for members in groups.values() for member in members}
-    seen: dict[str, Visit] = {}
-    try:
+WIDTHS = {"desktop": (DESKTOP, "light"), "phone": (PHONE, "dark")}   # viewport, and the theme axe-core reads
+
+
+class Visits:
+    """The session's page loads: each page once per width (`visit`), every check of that width
+    made on that load (_check_page) and kept for the tests that read it. A page visited by
+    test_browser.py's per-page test is not loaded again by the others."""
+
+    def __init__(self, browser, base_url: str, site_dir: Path):
+        self.browser, self.base_url, self.site_dir = browser, base_url, site_dir
+        self.pages = built_pages(site_dir)
+        self.groups = page_shapes(site_dir, self.pages)
+        self.grouped = {member for members in self.groups.values() for member in members}
+        self.recorders: dict[str, Recorder] = {}
+        self.seen: dict[str, dict[str, Visit]] = {width: {} for width in WIDTHS}
+
+    def _recorder(self, width: str) -> Recorder:
+        if width not in self.recorders:
+            viewport, scheme = WIDTHS[width]
+            if not AXE.is_file():
+                missing_tool(f"axe-core at {AXE} (run `npm ci`)")
+            folder = LAYOUT / f"{viewport['width']}-{scheme}"
+            if folder.is_dir():   # only this run's pages remain
+                for old in folder.glob("*.png"):
+                    old.unlink()
+            self.recorders[width] = Recorder(self.browser, self.base_url, viewport, scheme)
+        return self.recorders[width]
+
+    def visit(self, width: str, path: str) -> Visit:
+        """The page at this width, loaded and checked once."""
+        if path not in self.seen[width]:
+            viewport, scheme = WIDTHS[width]
+            page, visit = self._recorder(width).open(path, open_sections=False, settle=False)
+            try:
+                # axe-core once per shape of page (a page outside the build: on its own)
+                axe_for = self.groups[path] if path in self.groups else None if path in self.grouped else [path]
+                _check_page(page, path, visit, viewport, scheme, axe_for)
+            finally:
+                page.close()
+            self.seen[width][path] = visit
+        return self.seen[width][path]
+
+    def all(self, width: str) -> dict[str, Visit]:
+        """Every built page at this width, and every page their links reach (a crawl from the
+        home page: a link to a page the build did not write is visited and fails there)."""
+        queue = ["", *self.pages]
+        done: dict[str, Visit] = {}
         while queue:
             path = queue.pop(0)
-            if path in seen:
+            if path in done:
                 continue
-            page, visit = recorder.open(path, open_sections=False, settle=False)
-            # axe-core once per shape of page (a page outside the build: on its own)
-            axe_for = groups[path] if path in groups else None if path in grouped else [path]
-            _check_page(page, path, visit, viewport, color_scheme, axe_for if run_axe else None)
+            done[path] = visit = self.visit(width, path)
             for href in visit.links:
-                parts = urlsplit(href)
-                if not href.startswith(base_url):
-                    continue
-                rel = parts.path[len(urlsplit(base_url).path):]
-                if (rel.endswith("/") or rel.endswith(".html") or rel == "") and rel not in seen:
-                    queue.append(rel)
-            page.close()
-            seen[path] = visit
-    finally:
-        recorder.close()
-    return seen
+                if href.startswith(self.base_url):
+                    rel = urlsplit(href).path[len(urlsplit(self.base_url).path):]
+                    if (rel.endswith("/") or rel.endswith(".html") or rel == "") and rel not in done:
+                        queue.append(rel)
+        return done
+
+    def close(self) -> None:
+        for recorder in self.recorders.values():
+            recorder.close()
 
 
 @pytest.fixture(scope="session")
-def desktop_visits(browser, base_url, site_dir) -> dict[str, Visit]:
+def visits(browser, base_url, site_dir):
+    """The session's page loads, one per page and width (Visits)."""
+    store = Visits(browser, base_url, site_dir)
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def desktop_visits(visits) -> dict[str, Visit]:
     """Every page at 1280 wide: axe-core and the screenshot in the light scheme, the layout
     check in both."""
-    return visit_all(browser, base_url, site_dir, DESKTOP, "light", run_axe=True)
+    return visits.all("desktop")
 
 
 @pytest.fixture(scope="session")
-def phone_visits(browser, base_url, site_dir) -> dict[str, Visit]:
+def phone_visits(visits) -> dict[str, Visit]:
     """Every page at 390 wide: axe-core and the screenshot in the dark scheme (contrast is
     checked in both themes), the layout check in both."""
-    return visit_all(browser, base_url, site_dir, PHONE, "dark", run_axe=True)
+    return visits.all("phone")
 
 
 @pytest.fixture

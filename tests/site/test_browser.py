@@ -28,6 +28,18 @@ def _problems(visits, attribute: str) -> list[str]:
 
 # --- loading --------------------------------------------------------------------------------
 
+# First in the suite: each page loaded once per width, every probe of that width run on the load
+# (conftest.Visits); the tests below and test_layout.py read what the probes found, each naming
+# every failing page. One test per page, so that no test holds a whole crawl.
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_page_answers_and_every_check_reads_it(width, site_page, visits):
+    assert not site_page.startswith("(build failed"), site_page
+    visit = visits.visit(width, site_page)
+    assert visit.status == 200, f"/{site_page}: HTTP {visit.status}"
+    ran = set(visit.layout) == {"light", "dark"} and visit.screenshot.is_file()
+    assert ran, f"/{site_page}: not every check ran"
+
+
 @pytest.mark.parametrize("width", ["desktop", "phone"])
 def test_pages_load_without_errors_or_other_hosts(width, request):
     visits = request.getfixturevalue(f"{width}_visits")
