@@ -1,13 +1,20 @@
-"""Shared by every part of the suite: with `CI` set, a skipped test is a failed test.
+"""Shared by every part of the suite: with `CI` set, a skipped test is a failed test; and the
+repository's own site, built once per session for every folder that reads it (`site_dir`).
 
 Outside CI a test may skip when a tool is missing (a browser, Java, axe-core, an extra such as
 torch), so that a partial checkout still runs what it can. CI installs everything (`make test`),
 so a skip there means something the suite should have checked was not checked: this hook
 reports it as a failure, naming the reason the test gave for skipping.
+
+The site build is the slow part of most folders that need one (figures drawn cold on a fresh
+clone, every bundle's reproduce.py run): tests that only read the built site share this one
+(sitebuild.py), so `make test` builds it once. `SITE_DIR=path` reads an already built site instead.
 """
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -38,3 +45,34 @@ def pytest_make_collect_report(collector):
     if _in_ci() and report.skipped:
         report.outcome = "failed"
         report.longrepr = f"collection skipped in CI, where no test may skip: {_reason(report.longrepr)}"
+
+
+# --- the site, built once -------------------------------------------------------------------
+
+# importlib mode: make the helper importable; last on the path, so that the test folders (namespace
+# packages to Python) never shadow a module of the same name
+sys.path.append(str(Path(__file__).resolve().parent))
+
+from sitebuild import built_pages, built_site  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def site_dir() -> Path:
+    """The repository's site, built once by the generator's own command line into a temporary
+    folder and shared by every test that reads it (tests must not write into it)."""
+    try:
+        return built_site()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def pytest_generate_tests(metafunc):
+    """A test taking `site_page` runs once per page of the built site (built here, at collection,
+    once for the session)."""
+    if "site_page" not in metafunc.fixturenames:
+        return
+    try:
+        pages = built_pages(built_site())
+    except RuntimeError as exc:   # reported by the tests themselves (site_dir fails with it)
+        pages = [f"(build failed: {str(exc).splitlines()[0]})"]
+    metafunc.parametrize("site_page", pages, ids=[f"/{p}" for p in pages])

@@ -40,15 +40,23 @@ def tree(path: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> tuple[Path, set]:
+def built(site_dir, tmp_path_factory) -> tuple[Path, set]:
     """The repository's committed site (real studies, figures, registrations), cloned with history,
     with a page of its own added (content/incr-demo.md, reading data/incr-demo.json), and built once,
-    caches and all: (the clone, the pages that first build rendered)."""
+    caches and all: (the clone, the pages that first build rendered).
+
+    The session's build of the repository's site (`site_dir`, tests/conftest.py) comes first: it
+    draws every figure (and keeps what else the build caches by content) in the repository's
+    .cache, which the clone starts from, so a fresh checkout draws them once, not once here and
+    once for the browser suite. Its page cache (.cache/incremental) is not copied: this first
+    build renders every page."""
     root = tmp_path_factory.mktemp("incr") / "repo"
     git(REPO, "clone", "-q", "--local", "--no-hardlinks", str(REPO), str(root))
-    figures = REPO / ".cache" / "figures"
-    if figures.is_dir():   # drawings are cached by the hash of their spec: shared only to save time
-        shutil.copytree(figures, root / ".cache" / "figures")
+    caches = REPO / ".cache"
+    for cache in sorted(caches.iterdir()) if caches.is_dir() else []:
+        # drawings are cached by the hash of their spec: shared only to save time
+        if cache.is_dir() and cache.name != "incremental":
+            shutil.copytree(cache, root / ".cache" / cache.name)
     add_page(root, "content/incr-demo.md", "data/incr-demo.json", 0.25)
     git(root, "commit", "-q", "-m", "a page of the incremental tests")
     # every footer says whether the tree has uncommitted changes, so the first edit after a commit

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,16 +26,16 @@ def _env(caller: dict) -> dict:
 def test_a_study_gives_the_same_bytes_whatever_cpu_settings_the_caller_sets(tmp_path):
     """The caller's ATEN_CPU_CAPABILITY and MKL settings are overridden by `python -m measure`;
     without the mode, avx2 and default kernels give different last digits on this CPU."""
-    outs = []
-    for n, caller in enumerate(CALLERS):
-        out = tmp_path / f"bundle{n}"
-        done = subprocess.run(
+    outs = [tmp_path / f"bundle{n}" for n in range(len(CALLERS))]
+
+    def run(n: int) -> subprocess.CompletedProcess:
+        return subprocess.run(
             [sys.executable, "-m", "measure", "run", "--model", "organism", "--study", "numerics",
-             "--dimensions", "politeness", "--max-pairs", "2", "--out", str(out),
+             "--dimensions", "politeness", "--max-pairs", "2", "--out", str(outs[n]),
              "--runs-dir", str(tmp_path / f"runs{n}"), "--no-progress"],
-            cwd=REPO, env=_env(caller), capture_output=True, text=True, timeout=300)
+            cwd=REPO, env=_env(CALLERS[n]), capture_output=True, text=True, timeout=300)
+    for done in _side_by_side(run, range(len(CALLERS))):
         assert done.returncode == 0, done.stderr[-2000:]
-        outs.append(out)
     for name in ROWS:
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
     for out in outs:
@@ -43,9 +44,16 @@ def test_a_study_gives_the_same_bytes_whatever_cpu_settings_the_caller_sets(tmp_
                             "threads": 1, "portable": True}
 
 
+def _side_by_side(run, items) -> list:
+    """run(item) for each item, at the same time: each is its own single-threaded process, so
+    on two cores the pair takes the time of one."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(run, items))
+
+
 def _run_python(code: str, caller: dict) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], cwd=REPO, env=_env(caller),
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=300)
 
 
 def test_a_caller_whose_torch_chose_other_aten_kernels_is_refused():
@@ -102,8 +110,7 @@ def test_training_steps_give_the_same_weights_whatever_cpu_settings_the_caller_s
     """A few optimizer steps of the organism's training (its model, data, loss and optimizer),
     under each caller setting: byte-identical weights."""
     outs = []
-    for caller in CALLERS:
-        done = _run_python(TRAIN_STEPS, caller)
+    for done in _side_by_side(lambda caller: _run_python(TRAIN_STEPS, caller), CALLERS):
         assert done.returncode == 0, done.stderr[-2000:]
         outs.append(done.stdout.split()[0])
     assert outs[0] == outs[1]

@@ -1,31 +1,33 @@
-"""Fixtures of the browser suite: the site built once per session, served on 127.0.0.1, and
-every page of it visited once in Debian's Chromium (driven by Playwright).
+"""Fixtures of the browser suite: the site (built once per session by tests/conftest.py, shared
+with the other folders), served on 127.0.0.1, and every page of it visited once per width in
+Debian's Chromium (driven by Playwright).
 
 The suite may skip only outside CI, when Chromium, Java or axe-core is missing; with `CI` set it
 fails instead. `SITE_DIR=path` runs it against an already built site instead of building one.
 
-The layout check (test_layout.py) is parametrized by the built site's pages, so the site is built
-when that module is collected (`built_site`, once per session; the fixtures use the same build).
-Its screenshots and the table of page heights go to test-artifacts/layout/, printed at the end.
+Each visit is every page check of that width: the layout check (test_layout.py) in both themes
+(the colour scheme switched on the loaded page, not loaded again), axe-core, the figures, the
+page's width, its links and one screenshot, to test-artifacts/layout/<width>-<theme>/; the table
+of page heights is printed at the end.
 """
 from __future__ import annotations
 
-import atexit
+import base64
 import functools
 import http.server
 import json
 import os
-import tempfile
 import shutil
-import subprocess
-import sys
 import threading
 import types
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+
+from sitebuild import built_pages, html_file   # tests/sitebuild.py, on the path by tests/conftest.py
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -38,8 +40,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
-SCREENSHOTS = REPO / "test-artifacts" / "screenshots"
-LAYOUT = REPO / "test-artifacts" / "layout"     # the layout check's screenshots and heights
+LAYOUT = REPO / "test-artifacts" / "layout"     # one screenshot per page and width, and the heights
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 LOCAL_HOSTS = {"127.0.0.1"}
@@ -59,40 +60,7 @@ def missing_tool(what: str) -> None:
     pytest.skip(f"{what} is not available (the suite never skips in CI)")
 
 
-# --- the site -------------------------------------------------------------------------------
-
-_BUILT: dict = {}
-
-
-def built_site() -> Path:
-    """The site, built once per session by the generator's own command line into a temporary
-    folder (removed at exit); raises RuntimeError with the build's output if it fails."""
-    given = os.environ.get("SITE_DIR")
-    if given:
-        return Path(given).resolve()
-    if "out" not in _BUILT:
-        folder = Path(tempfile.mkdtemp(prefix="site-test-"))
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        out = folder / "public"
-        cmd = [sys.executable, str(REPO / "build.py"), "build", "--out", str(out)]
-        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0 or not (out / "index.html").is_file():
-            _BUILT["error"] = (f"site build failed ({' '.join(cmd[1:])}, exit {proc.returncode}):\n"
-                               f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-        _BUILT["out"] = out
-    if "error" in _BUILT:
-        raise RuntimeError(_BUILT["error"])
-    return _BUILT["out"]
-
-
-@pytest.fixture(scope="session")
-def site_dir() -> Path:
-    """The site, built once by the generator's own command line into a temporary folder."""
-    try:
-        return built_site()
-    except RuntimeError as exc:
-        pytest.fail(str(exc), pytrace=False)
-
+# --- the site (site_dir: tests/conftest.py) ----------------------------------------------
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
@@ -111,17 +79,33 @@ def base_url(site_dir: Path):
     server.server_close()
 
 
-def built_pages(site_dir: Path) -> list[str]:
-    """Every HTML file the build wrote, as a site-relative URL path (clean URLs end in '/')."""
-    pages = []
-    for path in sorted(site_dir.rglob("*.html")):
-        rel = path.relative_to(site_dir).as_posix()
-        if rel == "index.html":
-            rel = ""
-        elif rel.endswith("/index.html"):
-            rel = rel[: -len("index.html")]
-        pages.append(rel)
-    return pages
+class _Shape(HTMLParser):
+    """The kinds of element in a page's body: (tag, classes, role) of each."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.kinds: set[tuple] = set()
+        self.body = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.body = self.body or tag == "body"
+        if self.body:
+            self.kinds.add((tag, " ".join(sorted((attrs.get("class") or "").split())), attrs.get("role") or ""))
+
+
+def page_shapes(site_dir: Path, pages: list[str]) -> dict[str, list[str]]:
+    """{representative: the pages of its shape}: pages built from one template with the same
+    blocks (the same kinds of element, by tag, classes and role) form one shape, such as the
+    registration pages or the fixture views; its representative is its largest page (the most
+    content, so the likeliest to show a problem), the one axe-core is run on."""
+    shapes: dict[frozenset, list[str]] = {}
+    for path in pages:
+        parser = _Shape()
+        parser.feed(html_file(site_dir, path).read_text("utf-8"))
+        shapes.setdefault(frozenset(parser.kinds), []).append(path)
+    return {max(members, key=lambda p: (html_file(site_dir, p).stat().st_size, p)): members
+            for members in shapes.values()}
 
 
 # --- the browser ----------------------------------------------------------------------------
@@ -151,6 +135,10 @@ class Visit:
     axe: list[dict] = field(default_factory=list)
     screenshot: Path | None = None
     width: dict = field(default_factory=dict)    # WIDTH_PROBE: the page's scroll width, what sticks out
+    heights: dict = field(default_factory=dict)  # {theme: px}, as a reader first meets it (sections closed)
+    layout: dict = field(default_factory=dict)   # {theme: what layout_probe.js found}, sections open
+    axe_for: list[str] = field(default_factory=list)   # the pages of its shape axe-core was run for
+    status: int | None = None                    # the HTTP status of the page itself
 
 
 class Recorder:
@@ -174,7 +162,9 @@ class Recorder:
             return
         route.continue_()
 
-    def open(self, path: str):
+    def open(self, path: str, open_sections: bool = True, settle: bool = True):
+        """Loads the page; `settle` waits for the network to go quiet too (Visits.visit waits later,
+        while it works), `open_sections` opens its collapsed sections."""
         visit = Visit(url=self.base_url + path)
         self.current = visit
         page = self.context.new_page()
@@ -196,11 +186,14 @@ class Recorder:
         page.on("pageerror", lambda exc: visit.console_errors.append(f"uncaught: {exc}"))
         page.on("requestfailed", on_failed)
         page.on("response", on_response)
-        page.goto(visit.url, wait_until="load")
-        page.wait_for_load_state("networkidle")
+        response = page.goto(visit.url, wait_until="load")
+        visit.status = response.status if response else None
+        if settle:
+            page.wait_for_load_state("networkidle")
         # a page's collapsed sections (details.more) hold tables and figures a reader opens: open
         # them, so that every check sees what they hold
-        page.evaluate(OPEN_SECTIONS)
+        if open_sections:
+            page.evaluate(OPEN_SECTIONS)
         page.evaluate(PLACE_DRAWINGS)
         return page, visit
 
@@ -255,54 +248,143 @@ WIDTH_PROBE = """(limit) => ({scroll: document.documentElement.scrollWidth,
         + (e.className && typeof e.className === 'string' ? '.' + e.className.split(' ')[0] : ''))})"""
 
 
-def visit_all(browser, base_url: str, site_dir: Path, viewport: dict, color_scheme: str,
-              tag: str, run_axe: bool) -> dict[str, Visit]:
-    """Crawls from the home page, adds every built page, and visits each once."""
-    if run_axe and not AXE.is_file():
-        missing_tool(f"axe-core at {AXE} (run `npm ci`)")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    for old in SCREENSHOTS.glob(f"*-{tag}.png"):  # only this run's pages remain
-        old.unlink()
-    recorder = Recorder(browser, base_url, viewport, color_scheme)
-    queue = [""] + built_pages(site_dir)
-    seen: dict[str, Visit] = {}
-    try:
+LAYOUT_PROBE = "\n".join(line for line in (Path(__file__).with_name("layout_probe.js")).read_text().splitlines()
+                         if not line.startswith("//"))
+LAYOUT_LIMITS = {"text": 11.0, "contrast": 3.0}   # chart text in CSS px as drawn; marks' contrast ratio
+SCREENSHOT_SCREENS = 20     # a page's screenshot covers at most this many screens
+SOURCE_SCREENS = 2          # a fixture's line view (one template, often thousands of lines): its top
+THEMES = ("light", "dark")
+
+_LAYOUT_ROWS: list = []   # (page, width, theme, height in px, screens), from the visits
+
+
+def _screenshot(page, path: str, viewport: dict, height: int, file: Path) -> None:
+    """The page's top (at most SCREENSHOT_SCREENS screens) as a reader first meets it."""
+    screens = SOURCE_SCREENS if path.startswith("source/") else SCREENSHOT_SCREENS
+    tall = min(height, screens * viewport["height"])
+    # the DevTools call itself: Playwright's full-page screenshot resizes the viewport to the
+    # page's height and lays the page out again, several times slower on a long page
+    cdp = page.context.new_cdp_session(page)
+    data = cdp.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
+                                               "clip": {"x": 0, "y": 0, "width": viewport["width"],
+                                                        "height": tall, "scale": 1}})
+    cdp.detach()
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_bytes(base64.b64decode(data["data"]))
+
+
+def _check_page(page, path: str, visit: Visit, viewport: dict, scheme: str, axe_for: list[str] | None) -> None:
+    """Every check of one loaded page, in both themes: the other theme is the colour scheme
+    switched on this page (the same layout as a fresh load in that theme), not a second load."""
+    other = next(t for t in THEMES if t != scheme)
+    page.evaluate("document.fonts.ready.then(() => true)")
+    # the height a reader first meets, collapsed sections closed, and the screenshot of it
+    visit.heights[scheme] = page.evaluate("document.documentElement.scrollHeight")
+    visit.screenshot = LAYOUT / f"{viewport['width']}-{scheme}" / f"{slug(path)}.png"
+    _screenshot(page, path, viewport, visit.heights[scheme], visit.screenshot)
+    page.emulate_media(color_scheme=other)
+    visit.heights[other] = page.evaluate("document.documentElement.scrollHeight")
+    # every other check with the collapsed sections open: what they hold must hold the layout too
+    page.evaluate(OPEN_SECTIONS)
+    visit.layout[other] = page.evaluate(LAYOUT_PROBE, LAYOUT_LIMITS)
+    page.emulate_media(color_scheme=scheme)
+    visit.layout[scheme] = page.evaluate(LAYOUT_PROBE, LAYOUT_LIMITS)
+    # the network's 500 ms of quiet, waited for after the work above rather than before it
+    page.wait_for_load_state("networkidle")
+    visit.links = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
+    visit.figures = page.evaluate(FIGURE_PROBE)
+    visit.width = page.evaluate(WIDTH_PROBE, viewport["width"])
+    if axe_for:
+        visit.axe, visit.axe_for = inject_axe(page), axe_for
+    for theme in THEMES:
+        _LAYOUT_ROWS.append((path, viewport["width"], theme, visit.heights[theme],
+                             visit.heights[theme] / viewport["height"]))
+
+
+WIDTHS = {"desktop": (DESKTOP, "light"), "phone": (PHONE, "dark")}   # viewport, and the theme axe-core reads
+
+
+class Visits:
+    """The session's page loads: each page once per width (`visit`), every check of that width
+    made on that load (_check_page) and kept for the tests that read it. A page visited by
+    test_browser.py's per-page test is not loaded again by the others."""
+
+    def __init__(self, browser, base_url: str, site_dir: Path):
+        self.browser, self.base_url, self.site_dir = browser, base_url, site_dir
+        self.pages = built_pages(site_dir)
+        self.groups = page_shapes(site_dir, self.pages)
+        self.grouped = {member for members in self.groups.values() for member in members}
+        self.recorders: dict[str, Recorder] = {}
+        self.seen: dict[str, dict[str, Visit]] = {width: {} for width in WIDTHS}
+
+    def _recorder(self, width: str) -> Recorder:
+        if width not in self.recorders:
+            viewport, scheme = WIDTHS[width]
+            if not AXE.is_file():
+                missing_tool(f"axe-core at {AXE} (run `npm ci`)")
+            folder = LAYOUT / f"{viewport['width']}-{scheme}"
+            if folder.is_dir():   # only this run's pages remain
+                for old in folder.glob("*.png"):
+                    old.unlink()
+            self.recorders[width] = Recorder(self.browser, self.base_url, viewport, scheme)
+        return self.recorders[width]
+
+    def visit(self, width: str, path: str) -> Visit:
+        """The page at this width, loaded and checked once."""
+        if path not in self.seen[width]:
+            viewport, scheme = WIDTHS[width]
+            page, visit = self._recorder(width).open(path, open_sections=False, settle=False)
+            try:
+                # axe-core once per shape of page (a page outside the build: on its own)
+                axe_for = self.groups[path] if path in self.groups else None if path in self.grouped else [path]
+                _check_page(page, path, visit, viewport, scheme, axe_for)
+            finally:
+                page.close()
+            self.seen[width][path] = visit
+        return self.seen[width][path]
+
+    def all(self, width: str) -> dict[str, Visit]:
+        """Every built page at this width, and every page their links reach (a crawl from the
+        home page: a link to a page the build did not write is visited and fails there)."""
+        queue = ["", *self.pages]
+        done: dict[str, Visit] = {}
         while queue:
             path = queue.pop(0)
-            if path in seen:
+            if path in done:
                 continue
-            page, visit = recorder.open(path)
-            visit.links = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
+            done[path] = visit = self.visit(width, path)
             for href in visit.links:
-                parts = urlsplit(href)
-                if not href.startswith(base_url):
-                    continue
-                rel = parts.path[len(urlsplit(base_url).path):]
-                if (rel.endswith("/") or rel.endswith(".html") or rel == "") and rel not in seen:
-                    queue.append(rel)
-            visit.figures = page.evaluate(FIGURE_PROBE)
-            visit.width = page.evaluate(WIDTH_PROBE, viewport["width"])
-            if run_axe:
-                visit.axe = inject_axe(page)
-            visit.screenshot = SCREENSHOTS / f"{slug(path)}-{tag}.png"
-            page.screenshot(path=str(visit.screenshot), full_page=True)
-            page.close()
-            seen[path] = visit
-    finally:
-        recorder.close()
-    return seen
+                if href.startswith(self.base_url):
+                    rel = urlsplit(href).path[len(urlsplit(self.base_url).path):]
+                    if (rel.endswith("/") or rel.endswith(".html") or rel == "") and rel not in done:
+                        queue.append(rel)
+        return done
+
+    def close(self) -> None:
+        for recorder in self.recorders.values():
+            recorder.close()
 
 
 @pytest.fixture(scope="session")
-def desktop_visits(browser, base_url, site_dir) -> dict[str, Visit]:
-    """Every page at 1280 wide, light scheme, with axe-core."""
-    return visit_all(browser, base_url, site_dir, DESKTOP, "light", "desktop", run_axe=True)
+def visits(browser, base_url, site_dir):
+    """The session's page loads, one per page and width (Visits)."""
+    store = Visits(browser, base_url, site_dir)
+    yield store
+    store.close()
 
 
 @pytest.fixture(scope="session")
-def phone_visits(browser, base_url, site_dir) -> dict[str, Visit]:
-    """Every page at 390 wide, dark scheme, with axe-core (contrast is checked in both themes)."""
-    return visit_all(browser, base_url, site_dir, PHONE, "dark", "phone", run_axe=True)
+def desktop_visits(visits) -> dict[str, Visit]:
+    """Every page at 1280 wide: axe-core and the screenshot in the light scheme, the layout
+    check in both."""
+    return visits.all("desktop")
+
+
+@pytest.fixture(scope="session")
+def phone_visits(visits) -> dict[str, Visit]:
+    """Every page at 390 wide: axe-core and the screenshot in the dark scheme (contrast is
+    checked in both themes), the layout check in both."""
+    return visits.all("phone")
 
 
 @pytest.fixture
@@ -313,38 +395,14 @@ def new_page(browser, base_url):
     recorder.close()
 
 
-# --- the layout check (test_layout.py) --------------------------------------------------------
-
-COMBOS = [(390, "light"), (390, "dark"), (1280, "light"), (1280, "dark")]
-
-
-def pytest_generate_tests(metafunc):
-    """test_layout.py runs once per built page and combination of width and theme."""
-    if "layout_page" not in metafunc.fixturenames:
-        return
-    try:
-        pages = [p for p in built_pages(built_site()) if p != "404.html"]
-    except RuntimeError as exc:   # reported by the tests themselves (site_dir fails with it)
-        pages = [f"(build failed: {str(exc).splitlines()[0]})"]
-    params = [(width, scheme, page) for width, scheme in COMBOS for page in pages]
-    metafunc.parametrize("layout_page", params, ids=[f"{w}-{s}-/{p}" for w, s, p in params])
-
-
-_LAYOUT_ROWS: list = []   # (page, width, scheme, height in px, screens), from test_layout.py
-
-
-def record_height(row: tuple) -> None:
-    _LAYOUT_ROWS.append(row)
-
-
 def pytest_terminal_summary(terminalreporter):
-    """The page heights the layout check measured, in screens, and where its screenshots are."""
+    """The page heights the visits measured, in screens, and where the screenshots are."""
     if not _LAYOUT_ROWS:
         return
     table: dict = {}
     for page, width, scheme, px, screens in _LAYOUT_ROWS:
         table.setdefault(page, {})[(width, scheme)] = screens
-    combos = [c for c in COMBOS if any(c in row for row in table.values())]
+    combos = sorted({(w, s) for row in table.values() for w, s in row})
     tr = terminalreporter
     tr.section("layout check: page heights in screens (1280 x 900, 390 x 844)")
     tr.write_line("page".ljust(48) + "".join(f"{w} {s}".rjust(12) for w, s in combos))
@@ -366,8 +424,9 @@ def java_available() -> bool:
 def kit():
     """The helpers above, for the test modules (conftest is not importable under importlib mode)."""
     return types.SimpleNamespace(
-        CHROMIUM=CHROMIUM, CHROMIUM_ARGS=CHROMIUM_ARGS, AXE=AXE, SCREENSHOTS=SCREENSHOTS, PHONE=PHONE, DESKTOP=DESKTOP,
-        Recorder=Recorder, built_pages=built_pages, java_available=java_available,
-        missing_tool=missing_tool, LAYOUT=LAYOUT, OPEN_SECTIONS=OPEN_SECTIONS, record_height=record_height,
+        CHROMIUM=CHROMIUM, CHROMIUM_ARGS=CHROMIUM_ARGS, AXE=AXE, SCREENSHOTS=LAYOUT, PHONE=PHONE, DESKTOP=DESKTOP,
+        Recorder=Recorder, built_pages=built_pages, java_available=java_available, html_file=html_file,
+        page_shapes=page_shapes,
+        missing_tool=missing_tool, LAYOUT=LAYOUT, OPEN_SECTIONS=OPEN_SECTIONS, LAYOUT_LIMITS=LAYOUT_LIMITS,
         slug=slug, load_axe=load_axe,
     )

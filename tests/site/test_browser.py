@@ -28,6 +28,18 @@ def _problems(visits, attribute: str) -> list[str]:
 
 # --- loading --------------------------------------------------------------------------------
 
+# First in the suite: each page loaded once per width, every probe of that width run on the load
+# (conftest.Visits); the tests below and test_layout.py read what the probes found, each naming
+# every failing page. One test per page, so that no test holds a whole crawl.
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_page_answers_and_every_check_reads_it(width, site_page, visits):
+    assert not site_page.startswith("(build failed"), site_page
+    visit = visits.visit(width, site_page)
+    assert visit.status == 200, f"/{site_page}: HTTP {visit.status}"
+    ran = set(visit.layout) == {"light", "dark"} and visit.screenshot.is_file()
+    assert ran, f"/{site_page}: not every check ran"
+
+
 @pytest.mark.parametrize("width", ["desktop", "phone"])
 def test_pages_load_without_errors_or_other_hosts(width, request):
     visits = request.getfixturevalue(f"{width}_visits")
@@ -392,15 +404,34 @@ def test_every_page_passes_the_nu_html_checker(site_dir, kit):
     assert proc.returncode == 0, f"Nu HTML checker reports (file:line.column):\n{output[-8000:]}"
 
 
+def test_pages_of_one_template_and_the_same_blocks_are_one_shape(tmp_path, kit):
+    """What axe-core's once-per-shape rests on: the same kinds of element, whatever the text,
+    are one shape (checked on its largest page); one more kind of block is another."""
+    page = "<html><body><main><article class=\"page registration\"><h1>{}</h1>{}</article></main></body></html>"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "index.html").write_text(page.format("A", "<p>short</p>"))
+    (tmp_path / "b.html").write_text(page.format("B", "<p>" + "a longer text " * 20 + "</p>"))
+    (tmp_path / "c.html").write_text(page.format("C", "<p>text</p><table class=\"t\"><tr><td>1</td></tr></table>"))
+    (tmp_path / "d.html").write_text(page.format("D", "<p class=\"note\">text</p>"))
+    assert kit.page_shapes(tmp_path, ["a/", "b.html", "c.html", "d.html"]) == \
+        {"b.html": ["a/", "b.html"], "c.html": ["c.html"], "d.html": ["d.html"]}
+
+
 @pytest.mark.parametrize("width", ["desktop", "phone"])
-def test_axe_finds_no_serious_or_critical_violation(width, request):
+def test_axe_finds_no_serious_or_critical_violation(width, request, site_dir, kit):
+    """axe-core on every page, once per shape (conftest.page_shapes: one template, the same
+    blocks), on the shape's largest page; a violation names the pages of its shape."""
     visits = request.getfixturevalue(f"{width}_visits")
     report = []
     for path, visit in visits.items():
+        also = f" (the shape of {len(visit.axe_for) - 1} more: /{', /'.join(sorted(set(visit.axe_for) - {path}))})" \
+            if len(visit.axe_for) > 1 else ""
         for violation in visit.axe:
             nodes = "\n      ".join(violation["nodes"])
-            report.append(f"/{path}: [{violation['impact']}] {violation['id']}: {violation['help']}\n      {nodes}")
+            report.append(f"/{path}{also}: [{violation['impact']}] {violation['id']}: {violation['help']}\n      {nodes}")
+    unchecked = sorted(set(kit.built_pages(site_dir)) - {p for visit in visits.values() for p in visit.axe_for})
     scheme = "light" if width == "desktop" else "dark"
+    assert not unchecked, f"pages axe-core never covered at {width} width: {unchecked}"
     assert not report, f"axe-core, {width} width, {scheme} scheme:\n  " + "\n  ".join(report)
 
 
