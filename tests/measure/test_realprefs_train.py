@@ -123,9 +123,8 @@ def test_the_delta_loads_back_scoring_as_the_in_memory_model(tiny, tmp_path):
     mask = (batch.ids != adapter.tokenizer.pad_token_id).long()
     with torch.no_grad():
         got = adapter.model(batch.ids, attention_mask=mask)["objective_rewards"]
-        for k in range(3):
-            adapter.set_directions(adapter.model.heads.weight[k].expand(len(train_slice.seqs), -1),
-                                   adapter.model.heads.bias[k].expand(len(train_slice.seqs)))
+        for k, name in enumerate(adapter.model.config.objectives):
+            adapter.set_directions(*model.head_directions(adapter.model, [name] * len(train_slice.seqs)))
             torch.testing.assert_close(adapter.clean_run(batch).reward, expected[:, k], rtol=0, atol=2e-5)
         untrained = model.reward_model({k: v for k, v in top.delta().items() if k.startswith("heads.")})
         stale = untrained(batch.ids, attention_mask=mask)["objective_rewards"]

@@ -177,6 +177,17 @@ def ensure_model(folder: Path = MODEL_DIR) -> Path:
     return folder
 
 
+def head_directions(model, objectives: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """((P, d), (P,)): the head row and bias of each pair's objective (by name), the direction
+    a study reads the pair along (`measure.runner.reads.Read`, `Adapter.set_directions`)."""
+    names = list(model.config.objectives)
+    unknown = sorted(set(objectives) - set(names))
+    if unknown:
+        raise MeasureError(f"objective {unknown[0]!r}: the model's heads are {', '.join(names)}")
+    k = torch.tensor([names.index(o) for o in objectives], dtype=torch.long)
+    return model.heads.weight.detach()[k].float(), model.heads.bias.detach()[k].float()
+
+
 # ----- training -----------------------------------------------------------------------------------
 def fingerprints(settings: dict, seqs: list[list[int]], state: dict) -> tuple[str, str]:
     """(cache key, run key): what makes the cached lower states, and what makes the trained numbers."""
