@@ -30,6 +30,7 @@ import hashlib
 import json
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -199,31 +200,54 @@ def fingerprints(settings: dict, seqs: list[list[int]], state: dict) -> tuple[st
     return cache, run
 
 
-def train(out: Path = MODEL_DIR, settings: dict | None = None, progress: bool = True,
-          runs_dir: Path | None = None, checkpoint_every: int = CHECKPOINT_EVERY) -> dict:
-    """Train into `out` (delta, report, assembled folder) and return the report. The lower
-    states and the checkpoints (every `checkpoint_every` steps) go under `runs_dir` (default
-    measure_runs/), keyed by what makes them, so a run started again resumes."""
+@dataclass
+class Prepared:
+    """Everything a run starts from: settings, the numerics in effect, the trunk, the slices, the
+    cached lower states of their sequences (training slice first, then dev) and the run's folders."""
+    settings: dict
+    numerics: dict
+    bert: object
+    train: slices.Slice
+    dev: slices.Slice
+    states: list
+    cache_dir: Path
+    run_dir: Path
+
+
+def prepare(settings: dict | None = None, runs_dir: Path | None = None, progress: bool = True) -> Prepared:
+    """Enter the portable mode, load the trunk, make the slices and build (or reuse) the cache of
+    their lower states under `runs_dir` (default measure_runs/), keyed by what makes them."""
     from measure.runner.study import setup_determinism
-    from measure.studies.realprefs import train as loop
-    from measure.studies.realprefs.top import TopModel
 
     s = dict(SETTINGS, **(settings or {}))
-    out = check_out(out)
     state = setup_determinism(s["seed"], 1, "cpu")  # the portable numerics mode, one thread
     bert, tokenizer = _trunk().load_trunk()
     train_slice, dev = slices.training_slices(tokenizer, s["max_pairs"], s["max_tokens"])
     seqs = train_slice.seqs + dev.seqs
     cache_key, run_key = fingerprints(s, seqs, state)
     runs = Path(runs_dir) if runs_dir else REPO / "measure_runs"
-    cache_dir, run_dir = runs / "realprefs-lower" / cache_key, runs / "realprefs-train" / run_key
+    cache_dir = runs / "realprefs-lower" / cache_key
+    lower.build(bert, seqs, cache_dir, 6 - s["trained_layers"], progress)
+    return Prepared(s, state, bert, train_slice, dev, lower.load(seqs, cache_dir), cache_dir,
+                    runs / "realprefs-train" / run_key)
+
+
+def train(out: Path = MODEL_DIR, settings: dict | None = None, progress: bool = True,
+          runs_dir: Path | None = None, checkpoint_every: int = CHECKPOINT_EVERY) -> dict:
+    """Train into `out` (delta, report, assembled folder) and return the report. The lower
+    states and the checkpoints (every `checkpoint_every` steps) go under `runs_dir` (default
+    measure_runs/), keyed by what makes them, so a run started again resumes."""
+    from measure.studies.realprefs import train as loop
+    from measure.studies.realprefs.top import TopModel
+
+    out = check_out(out)
+    p = prepare(settings, runs_dir, progress)
+    s, train_slice, dev, states = p.settings, p.train, p.dev, p.states
+    seqs = train_slice.seqs + dev.seqs
     n_lower = 6 - s["trained_layers"]
-    lower.build(bert, seqs, cache_dir, n_lower, progress)
-    states = lower.load(seqs, cache_dir)
     n = len(train_slice.seqs)
-    top = TopModel(bert, n_lower, len(OBJECTIVES), s["seed"])
-    run_dir.mkdir(parents=True, exist_ok=True)
-    losses = loop.fit(top, states[:n], train_slice.objective, s, run_dir, progress, checkpoint_every)
+    top = TopModel(p.bert, n_lower, len(OBJECTIVES), s["seed"])
+    losses = loop.fit(top, states[:n], train_slice.objective, s, p.run_dir, progress, checkpoint_every)
     dev_margins = loop.margins(top, states[n:], dev.objective, progress)
     out.mkdir(parents=True, exist_ok=True)
     write_delta(top.delta(), out / DELTA_FILE)
@@ -242,8 +266,8 @@ def train(out: Path = MODEL_DIR, settings: dict | None = None, progress: bool = 
                              f"under {slices.DEV_SHARE} (measure/studies/realprefs/slices.py)",
                  "sequences_sha256": lower.ids_digest(seqs),
                  "tokens": sum(map(len, seqs))},
-        "lower_cache_sha256": lower.digest(cache_dir, len(seqs)),
-        "numerics": state,
+        "lower_cache_sha256": lower.digest(p.cache_dir, len(seqs)),
+        "numerics": p.numerics,
         "steps": len(losses),
         "step_loss": losses,
         "epoch_loss": [sum(losses[e * steps_per_epoch:(e + 1) * steps_per_epoch]) / steps_per_epoch
