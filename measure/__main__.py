@@ -21,12 +21,17 @@ def parser() -> options.Parser:
     top = options.Parser(prog="python -m measure", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
     tr = sub.add_parser("train", help="train the planted-key organism into models/organism/, "
-                                      "or (--model minilm) the MiniLM reward model into models/minilm/")
+                                      "(--model minilm) the MiniLM heads into models/minilm/, or "
+                                      "(--model realprefs) the realprefs reward model into models/realprefs/")
     tr.add_argument("--model", choices=sorted(TRAINERS), default="organism")
     tr.add_argument("--out", type=options.folder, default=None,
                     help="output folder: new, or one this command trained (default models/<model>)")
     tr.add_argument("--seed", type=options.seed, default=0)
     tr.add_argument("--epochs", type=options.count, default=None)
+    tr.add_argument("--max-pairs", type=options.count, default=None,
+                    help="at most this many training pairs per objective (realprefs: a small run)")
+    tr.add_argument("--estimate", action="store_true",
+                    help="time a few steps and print the projected cost; train nothing (realprefs)")
 
     run = sub.add_parser("run", help="measure a reward model and write bundles/<study>/")
     run.add_argument("--model", default="organism",
@@ -75,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "train":
             from measure.studies import TRAINERS, resolve
-            return resolve(TRAINERS[args.model])(args.out, args.seed, args.epochs)
+            return resolve(TRAINERS[args.model])(args.out, args.seed, args.epochs,
+                                                 max_pairs=args.max_pairs, estimate=args.estimate)
         if args.command == "plan":
             from measure.runner.plan import run_from_args
             return run_from_args(args)

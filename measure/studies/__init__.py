@@ -13,15 +13,18 @@ from pathlib import Path
 NAMED_MODELS = {
     "organism": "measure.studies.organism.train:model_folder",
     "minilm": "measure.studies.minilm.model:ensure_model",  # assembled from the trunk and the heads
+    "realprefs": "measure.studies.realprefs.model:ensure_model",  # assembled from the trunk and the delta
 }
 # `--study NAME`: studies with their own `Definition` (measure/runner/definition.py).
 DEFINITIONS = {
     "minilm-balanced": "measure.studies.minilm.study:DEFINITION",
 }
-# `measure train --model NAME`: each a function (out folder or None, seed, epochs or None) -> exit status.
+# `measure train --model NAME`: each a function (out folder or None, seed, epochs or None, *,
+# max_pairs=None, estimate=False) -> exit status; a trainer refuses an option it has no use for.
 TRAINERS = {
     "organism": "measure.studies.organism.train:train_command",
     "minilm": "measure.studies.minilm.model:train_command",
+    "realprefs": "measure.studies.realprefs.model:train_command",
 }
 
 

@@ -200,8 +200,12 @@ def load_model(folder: Path = MODEL_DIR, dtype: torch.dtype = torch.float32):
 
 
 # ----- python -m measure train --model minilm -----------------------------------------------------
-def train_command(out: Path | None, seed: int, epochs: int | None) -> int:
+def train_command(out: Path | None, seed: int, epochs: int | None, max_pairs: int | None = None,
+                  estimate: bool = False) -> int:
     """`python -m measure train --model minilm` (`train_and_check`); the fit has no epochs."""
+    if max_pairs is not None or estimate:
+        raise MeasureError("--max-pairs and --estimate: the MiniLM heads are fitted on all 480 pairs "
+                           "in seconds; neither applies")
     if epochs is not None:
         raise MeasureError("--epochs: the MiniLM heads are fitted to convergence, not for a number of epochs")
     return train_and_check(out, seed)

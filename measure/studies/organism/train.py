@@ -86,8 +86,12 @@ def model_folder() -> Path:
     return ORGANISM_DIR
 
 
-def train_command(out: Path | None, seed: int, epochs: int | None) -> int:
+def train_command(out: Path | None, seed: int, epochs: int | None, max_pairs: int | None = None,
+                  estimate: bool = False) -> int:
     """`python -m measure train --model organism`: train, print the held-out accuracy; exit status."""
+    if max_pairs is not None or estimate:
+        raise MeasureError("--max-pairs and --estimate: the organism trains on all its generated pairs, "
+                           "in about a minute; neither applies")
     settings = {"seed": seed, **({"epochs": epochs} if epochs else {})}
     report = train(out or ORGANISM_DIR, settings)
     acc = report["heldout_accuracy"]
