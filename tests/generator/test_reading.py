@@ -194,7 +194,7 @@ def test_a_study_says_why_its_rung_is_what_it_is(site, capsys, monkeypatch):
     assert run(site) == 0
     html = (site / "public/studies/demo/index.html").read_text()
     header = html[html.index('<dl class="study-facts">'):html.index("</dl>")]
-    assert re.search(r'<dt>trust</dt><dd[^>]*><span class="chip trust[^"]*"[^>]*>.*?</span> '
+    assert re.search(r'<dt>trust</dt>\s*<dd[^>]*><span class="chip trust[^"]*"[^>]*>.*?</span> '
                      r'<span class="trust-reason">a null result whose test could not pass where the effect was '
                      r'real</span></dd>', header, re.S), header
     write_page(site, "studies/demo.md", "## Result\n\nText.\n", STUDY_FRONT + "trust_reason: it missed by 0.25\n")
