@@ -130,3 +130,61 @@ def test_a_file_missing_from_the_provenance_record_is_refused(tmp_path):
     prov.write_text(yaml.safe_dump(doc), encoding="utf-8")
     with pytest.raises(MeasureError, match="cnndm0.json: not listed in summarize-feedback/PROVENANCE.yaml"):
         rd.load_source("cnndm0", data)
+
+
+# ----- the split ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sides(loaded):
+    from measure.studies.realprefs import split
+    pairs = [p for ps, _ in loaded.values() for p in ps]
+    return pairs, split.load_split(pairs)
+
+
+def test_no_group_prompt_post_or_first_human_turn_is_on_both_sides(sides):
+    pairs, side = sides
+    seen = {}
+    for p in pairs:  # recomputed from the texts, not read from the group keys
+        keys = [("group", p.group), ("prompt", p.prompt)]  # a summary's prompt is its document
+        if p.objective != "summary":
+            keys.append(("first human turn", rd.normalise(rd.first_human_turn(p.prompt))))
+        for key in keys:
+            assert seen.setdefault(key, side[p.pair_id]) == side[p.pair_id], key
+    assert sum(1 for k in seen if k[0] == "first human turn") > 8000
+
+
+def test_split_file_is_current_holds_every_pair_once_and_enough_held_out(sides):
+    from measure.studies.realprefs import split
+    pairs, side = sides
+    assert sorted(side) == sorted(p.pair_id for p in pairs)
+    doc = json.loads(split.SPLIT_FILE.read_text(encoding="utf-8"))
+    assert doc["seed"] == split.SEED and doc["token_budget"]["max_tokens"] == 128
+    for objective in rd.OBJECTIVES:
+        n_eval = sum(1 for p in pairs if p.objective == objective and side[p.pair_id] == "eval")
+        assert n_eval == doc["counts"][objective]["eval_pairs"] >= split.MIN_EVAL
+        assert len(doc["eval"][objective]) + len(doc["train"][objective]) == DOCUMENTED[objective]
+    for source in rd.SOURCES:
+        folder, rel, _o, _f = rd.SOURCES[source]
+        assert doc["sources"][source]["sha256"] == rd.provenance(folder)["files"][rel]["sha256"]
+
+
+def test_a_split_file_the_rule_does_not_regenerate_is_refused(sides, tmp_path):
+    from measure.studies.realprefs import split
+    pairs, _ = sides
+    doc = json.loads(split.SPLIT_FILE.read_text(encoding="utf-8"))
+    moved = doc["eval"]["harmlessness"].pop()
+    doc["train"]["harmlessness"].append(moved)
+    edited = tmp_path / "split.json"
+    edited.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    with pytest.raises(MeasureError, match="split.json: not the split the rule gives"):
+        split.load_split(pairs, edited)
+
+
+def test_the_token_budget_keeps_the_reply_and_fills_with_the_prompt_tail():
+    from measure.studies.realprefs.budget import assemble
+    prompt, reply = list(range(100, 200)), list(range(500, 520))
+    ids = assemble(prompt, reply, cls_id=1, sep_id=2, max_tokens=32)
+    assert len(ids) == 32 and ids[0] == 1 and ids[-1] == 2
+    assert ids[-21:-1] == reply and ids[1:10] == prompt[-9:] and ids[10] == 2
+    long = list(range(1000, 1100))
+    assert assemble(prompt, long, 1, 2, 32) == [1, 2, *long[:29], 2]
+    assert assemble([], [7], 1, 2, 32) == [1, 2, 7, 2]
