@@ -50,16 +50,16 @@ def pytest_make_collect_report(collector):
 # --- the site, built once -------------------------------------------------------------------
 
 # importlib mode: make the helper importable; last on the path, so that the test folders (namespace
-# packages to Python) never shadow a module of the same name
+# packages to Python) never shadow a module of the same name. Imported where it is used: the
+# hooks above work without it (tests/site/test_never_skip.py runs this file on its own).
 sys.path.append(str(Path(__file__).resolve().parent))
-
-from sitebuild import built_pages, built_site  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def site_dir() -> Path:
     """The repository's site, built once by the generator's own command line into a temporary
     folder and shared by every test that reads it (tests must not write into it)."""
+    from sitebuild import built_site
     try:
         return built_site()
     except RuntimeError as exc:
@@ -71,6 +71,7 @@ def pytest_generate_tests(metafunc):
     once for the session)."""
     if "site_page" not in metafunc.fixturenames:
         return
+    from sitebuild import built_pages, built_site
     try:
         pages = built_pages(built_site())
     except RuntimeError as exc:   # reported by the tests themselves (site_dir fails with it)

@@ -61,3 +61,33 @@ def test_layout(check, layouts, kit):
                for path, width, theme, found, screens, shot in layouts if found[check]]
     what = CHECKS[check].format(**kit.LAYOUT_LIMITS)
     assert not failing, f"{what}, on {len(failing)} page(s):\n  " + "\n  ".join(failing)
+
+
+# What the visits rest on: the other theme is the colour scheme switched on the loaded page. On a
+# study page (figures, tables, chips), the switched page must be the page loaded in that theme.
+THEME_PRINT = """() => ({body: getComputedStyle(document.body).backgroundColor,
+    text: getComputedStyle(document.body).color,
+    marks: Array.from(document.querySelectorAll('.fig svg .role-mark :is(path, rect, circle)')).slice(0, 12)
+        .map(e => getComputedStyle(e).fill + ' ' + getComputedStyle(e).stroke),
+    height: document.documentElement.scrollHeight})"""
+
+
+def test_switching_the_scheme_on_a_loaded_page_is_that_theme_loaded(browser, base_url, site_dir, kit):
+    pages = [p for p in kit.built_pages(site_dir) if p.startswith("studies/") and p.endswith("/")
+             and "data-figure-kind" in kit.html_file(site_dir, p).read_text("utf-8")]
+    assert pages, "no study page with a figure"
+    path, seen = pages[0], {}
+    for start, scheme in (("light", "dark"), ("dark", "dark"), ("light", "light")):
+        context = browser.new_context(viewport=kit.PHONE, color_scheme=start)
+        try:
+            page = context.new_page()
+            page.goto(base_url + path, wait_until="load")
+            page.evaluate("document.fonts.ready.then(() => true)")
+            page.emulate_media(color_scheme=scheme)
+            page.evaluate(kit.OPEN_SECTIONS)
+            seen[(start, scheme)] = (page.evaluate(THEME_PRINT), page.evaluate(kit.LAYOUT_PROBE, kit.LAYOUT_LIMITS))
+        finally:
+            context.close()
+    switched, loaded, light = seen[("light", "dark")], seen[("dark", "dark")], seen[("light", "light")]
+    assert switched[0]["marks"] and switched[0] != light[0], f"/{path}: the dark theme looks like the light one"
+    assert switched == loaded, f"/{path}: switched to dark {switched[0]}, loaded dark {loaded[0]}"
