@@ -428,6 +428,6 @@ def kit():
         Recorder=Recorder, built_pages=built_pages, java_available=java_available, html_file=html_file,
         page_shapes=page_shapes,
         missing_tool=missing_tool, LAYOUT=LAYOUT, OPEN_SECTIONS=OPEN_SECTIONS, LAYOUT_LIMITS=LAYOUT_LIMITS,
-        LAYOUT_PROBE=LAYOUT_PROBE,
+        LAYOUT_PROBE=LAYOUT_PROBE, PLACE_DRAWINGS=PLACE_DRAWINGS,
         slug=slug, load_axe=load_axe,
     )

@@ -85,6 +85,7 @@ def test_switching_the_scheme_on_a_loaded_page_is_that_theme_loaded(browser, bas
             page.evaluate("document.fonts.ready.then(() => true)")
             page.emulate_media(color_scheme=scheme)
             page.evaluate(kit.OPEN_SECTIONS)
+            page.evaluate(kit.PLACE_DRAWINGS)   # drawings over 4 kB load lazily: put them in first
             seen[(start, scheme)] = (page.evaluate(THEME_PRINT), page.evaluate(kit.LAYOUT_PROBE, kit.LAYOUT_LIMITS))
         finally:
             context.close()
