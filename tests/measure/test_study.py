@@ -121,7 +121,8 @@ def test_two_runs_with_the_same_seed_give_identical_bytes(first, tiny_dir, tiny_
 def test_cli_reports_errors_clearly(capsys, tmp_path):
     assert main(["run", "--model", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
                  "--no-progress"]) == 2
-    assert "not a named model (organism, minilm), not a local folder" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "not a named model (organism, minilm, realprefs), not a local folder" in err
 
 
 def test_cli_rejects_unknown_dimensions(capsys, tiny_dir, tiny_pairs, tmp_path):
