@@ -460,8 +460,8 @@ export function run(box) {
   const list = el("ol", { "class": "check-steps", "aria-label": "Steps of the check" });
   results.append(list);
   const onStop = () => {
-    const stop = new Stopped(`Stopped by you after ${seconds(performance.now() - current.started)}; its Python was ` +
-      "ended. Run the check again whenever you like: it starts afresh.");
+    const stop = new Stopped(`you pressed Stop after ${seconds(performance.now() - current.started)}, and its Python ` +
+      "was ended. Run the check again whenever you like: it starts afresh.");
     stop.why = "by the reader";
     current.stop(stop);
   };
@@ -488,7 +488,7 @@ export function run(box) {
     }
     if (failure instanceof Stopped) {
       box.setAttribute("data-check-state", "stopped: " + failure.why);
-      status.textContent = "The check was stopped. " + message;
+      status.textContent = "The check was stopped: " + message;
       button.textContent = "Run the check again";
     } else {
       box.setAttribute("data-check-state", "error: " + message);

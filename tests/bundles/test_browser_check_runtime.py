@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -128,6 +129,19 @@ def test_the_partial_names_what_the_check_needs(tiny, tmp_path):
         assert attr in html, attr
     assert '<button type="button" class="check-run" aria-describedby="bundle-tiny-here-what">Run the check here</button>' in html
     assert '<p class="check-status" role="status"></p>' in html
+    # the zip's size (its download's progress), the run's time limit, a Stop button for the run,
+    # and a word for a reader without JavaScript
+    limit = browser_check.time_limit(sum(f.size for f in tiny.files))
+    assert f'data-check-zip-bytes="{tiny.size}"' in html and f'data-check-limit="{limit}"' in html
+    assert f"for at most {limit} s" in html
+    assert '<button type="button" class="check-stop" hidden>Stop</button>' in html
+    assert re.search(r"<noscript><p class=\"bundle-check-noscript\">[^<]*needs JavaScript", html)
+
+
+def test_the_time_limit_grows_with_the_bundle():
+    assert browser_check.time_limit(0) == 60
+    assert browser_check.time_limit(7_500_000) == 98
+    assert browser_check.time_limit(browser_check.MAX_BROWSER_BUNDLE_BYTES) == 560
 
 
 def test_the_partial_without_a_runtime_or_for_a_large_bundle_has_no_button(tiny, tmp_path, monkeypatch):

@@ -522,7 +522,7 @@ def test_a_script_that_never_ends_meets_its_time_limit_and_the_stop_button(reade
         page.keyboard.press("Enter")
         page.wait_for_function(DONE, arg=box.element_handle(), timeout=RESULT_TIMEOUT_MS)
         assert attrs(box).get("state") == "stopped: by the reader", attrs(box)
-        assert box.locator(".check-status").inner_text().startswith("The check was stopped. Stopped by you after")
+        assert box.locator(".check-status").inner_text().startswith("The check was stopped: you pressed Stop after")
         assert page.evaluate("document.activeElement.classList.contains('check-run')"), "focus was lost with Stop"
         assert workers_ended(page), "Stop did not end the worker"
         # and the next run, of the real zip, works on the same page

@@ -56,8 +56,9 @@ def test_every_page_carries_a_policy_that_confines_it_to_the_site(site_dir):
     (and a study bundle's code, run by "Run the check here") reach the site itself and nothing
     else, and that allows each inline script the page holds, by its hash, and no other."""
     problems = []
-    pages = [p for p in sorted(site_dir.rglob("*.html"))]
-    assert pages
+    # every document (a figure's lazily loaded rows are a fragment, put into a page that has one)
+    pages = [p for p in sorted(site_dir.rglob("*.html")) if p.read_text("utf-8").startswith("<!DOCTYPE html>")]
+    assert len(pages) >= 10
     for path in pages:
         rel = path.relative_to(site_dir).as_posix()
         html = path.read_text("utf-8")
