@@ -277,7 +277,7 @@ def _table_html(dom_id: str, table: Table, limit: int, download: str, figure_id:
     later, files, more = "", {}, ""
     if len(rows) > INLINE_ROWS:
         data = "".join(rows[INLINE_ROWS:]).encode("utf-8")
-        name = f"figures/{figure_id}-{hashlib.sha256(data).hexdigest()[:10]}.rows.html"
+        name = f"figures/{figure_id}-{hashlib.sha256(data).hexdigest()[:10]}.rows.txt"
         files[f"assets/{name}"] = data
         later = f' data-figure-rows="{escape(prefix + name)}"'
         more = (f'<p class="fig-more">The first {INLINE_ROWS} of these {len(rows)} rows are here; the others are added '

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jinja2
 
-from .. import csp, reader
+from .. import csp, reader, typography
 from ..config import load_config, order_pages
 from ..errors import BuildError, Errors
 from ..fixtures import FixtureCache
@@ -67,6 +67,7 @@ def make_env(files: RepoFiles) -> jinja2.Environment:
     env = jinja2.Environment(loader=RepoLoader(files), **options,
                              bytecode_cache=CompiledTemplates(files.root, repr(sorted(options.items()))))
     env.globals.update(table_wrap=table_wrap)  # the one table wrapper (site_src/tablewrap.py)
+    env.filters["keep_units"] = typography.keep_units  # "80 %" never breaks (site_src/typography.py)
     env.globals.update(csp.template_globals())  # every page's Content-Security-Policy (site_src/csp.py)
     return env
 

@@ -77,4 +77,4 @@ def test_a_long_table_holds_its_first_rows_and_names_the_rest(ctx, monkeypatch):
 def test_a_short_table_is_whole_in_the_page(ctx):
     fig = render_figure("key_recovery", dict(SPECS)["key_recovery"], ctx)
     assert "data-figure-rows" not in fig.body_html and "fig-more" not in fig.body_html
-    assert not any(name.endswith(".rows.html") for name in fig.files)
+    assert not any(name.endswith(".rows.txt") for name in fig.files)
