@@ -79,7 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     from measure.errors import MeasureError
     try:
         if args.command == "train":
+            from measure.runner.preflight import check_writable
             from measure.studies import TRAINERS, resolve
+            if args.out is not None:
+                check_writable(args.out, "--out")  # before the trainer loads or computes anything
             return resolve(TRAINERS[args.model])(args.out, args.seed, args.epochs,
                                                  max_pairs=args.max_pairs, estimate=args.estimate)
         if args.command == "plan":

@@ -107,3 +107,33 @@ def enter(threads: int = 1) -> dict:
             "its variables were set; run `python -m measure`, or call measure.numerics.set_environment() "
             "before importing torch")
     return state
+
+
+def departures(state: dict, device: str = "cpu") -> list[str]:
+    """What of the run `state` (from `in_effect`) on `device` is not the portable mode, in words;
+    empty when the portable claim holds (the mode is a CPU mode: a GPU run never makes it)."""
+    out = []
+    if not str(device).startswith("cpu"):
+        out.append(f"device {device}")
+    if state.get("threads") != 1:
+        out.append(f"{state.get('threads')} threads")
+    if state.get("aten_cpu_capability") != CAPABILITY:
+        out.append(f"ATen's {state.get('aten_cpu_capability')} kernels")
+    if state.get("mkl_cnr") != MKL_MODE:
+        out.append("no MKL" if state.get("mkl_cnr") is None else f"MKL CNR {state.get('mkl_cnr')}")
+    if state.get("onednn"):
+        out.append("oneDNN on")
+    return out
+
+
+def claimed(state: dict, device: str = "cpu") -> bool:
+    """Whether a run in `state` on `device` may claim the portable mode's byte-identity on any CPU."""
+    return not departures(state, device)
+
+
+def describe(state: dict, device: str = "cpu") -> str:
+    """One sentence for a run outside the portable mode: what differs, and what its files'
+    byte-identity then rests on."""
+    return (f"this run is outside the portable numerics mode ({', '.join(departures(state, device))}): "
+            f"its files are byte-identical only when the run is repeated with the same settings on a "
+            f"machine that picks the same kernels, not on any CPU; the bundle's README says so")

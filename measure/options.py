@@ -108,17 +108,28 @@ def names(text: str) -> tuple[str, ...]:
     return items
 
 
+def _plain_path(text: str) -> Path:
+    """The path named, refused if it holds a control character (a newline would split every
+    line that names it, in the manifest, the README and the errors)."""
+    bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        raise argparse.ArgumentTypeError(f"{text!r}: holds a control character ({bad!r}); name a plain path")
+    return Path(text).expanduser()
+
+
 def input_file(text: str) -> Path:
-    """A file that exists (not a folder)."""
-    path = Path(text).expanduser()
+    """A regular file that exists (not a folder, a device or a pipe)."""
+    path = _plain_path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
     if not path.is_file():
-        raise argparse.ArgumentTypeError(f"{text}: {'is a folder' if path.is_dir() else 'no such file'}")
+        raise argparse.ArgumentTypeError(f"{text}: {'is a folder' if path.is_dir() else 'not a regular file'}")
     return path
 
 
 def output_file(text: str) -> Path:
     """A file to write: not a folder, not a link, in a folder that exists."""
-    path = Path(text).expanduser()
+    path = _plain_path(text)
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: is a folder; name a file")
     if path.is_symlink():
@@ -130,7 +141,7 @@ def output_file(text: str) -> Path:
 
 def folder(text: str) -> Path:
     """A folder to write into: a folder or nothing yet (then it is made), never a file."""
-    path = Path(text).expanduser()
+    path = _plain_path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: is a file, not a folder")
     return path

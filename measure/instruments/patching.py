@@ -16,6 +16,7 @@ from measure.instruments import offdist
 from measure.models.adapter import Adapter, Batch, count_layer_evals, parse_component
 from measure.models.cache import ActivationCache, head_slice
 from measure.models.families import pooled_mean
+from measure.models.packed import Packing
 from measure.errors import MeasureError
 
 
@@ -203,22 +204,27 @@ def patch_sweep(adapter: Adapter, batch: Batch, run: ActivationCache, stats: Act
     return results
 
 
-def patch_ladder(adapter: Adapter, batch: Batch, run: ActivationCache, stats: ActivationStats | None,
+def patch_ladder(adapter: Adapter, batch: Batch, run: ActivationCache | None, stats: ActivationStats | None,
                  components: list[str], modes=MODES, max_rows: int = 512,
-                 counter: dict | None = None, folds: torch.Tensor | None = None, buckets: int | None = None
+                 counter: dict | None = None, folds: torch.Tensor | None = None, buckets: int = 4
                  ) -> dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor]]:
     """`patch_sweep`'s results (equal to float rounding, not bit for bit) from fewer, larger passes.
 
-    Opt-in: the committed studies use `patch_sweep`, whose bytes this would change. Two changes:
-    - one pass up the layers for variants of every patch point (a ladder): at layer i the batch
+    Opt-in: the committed studies use `patch_sweep`, whose bytes this would change. Three changes:
+    - one pass up the layers for variants of every patch point (a ladder): at layer i the pass
       holds every variant patched below i, and the variants patched at layer i join it there, so
       a study makes L layer calls per chunk instead of about L^2/2 (same layer evaluations);
-    - the sequences are cut into `buckets` groups of similar length (default: one per
-      sequence), each padded only to its own longest, so less padding is computed, and smaller
-      groups fit more variants in `max_rows`;
-    - the last layer's MLP runs on the scoring token only (the one position read after it)."""
+    - the pass holds its sequences packed end to end, real tokens only (`families.Packing`), so
+      each projection and MLP of a layer is one matrix product over every variant's and every
+      sequence's tokens, and no padding is computed; only the attention scores are laid out per
+      sequence, the sequences cut into `buckets` groups of similar length, each padded to its
+      own longest;
+    - the last layer runs on the scoring tokens alone (the one position read after it), its
+      attention's keys and values excepted.
+    `run` None: the ladder makes the clean run itself, packed the same way (`_Ladder.clean_run`).
+    A pass holds at most `max_rows` sequences (variants times the batch's rows)."""
     family = adapter.family
-    if getattr(family, "residual", None) != "pre-norm":  # buckets slice the causal masks' width
+    if getattr(family, "residual", None) != "pre-norm":  # packing needs causal attention
         raise MeasureError(f"{adapter.model_id}: the ladder sweep is for causal decoders; use patch_sweep")
     ctx = adapter.context(batch.ids.shape[1], batch.lengths)
     B = batch.ids.shape[0]
@@ -229,58 +235,111 @@ def patch_ladder(adapter: Adapter, batch: Batch, run: ActivationCache, stats: Ac
             raise MeasureError(f"component {name!r} cannot be patched")
         variants.extend((layer, 1 if kind == "mlp" else 0, name, mode) for mode in modes)
     variants.sort(key=lambda v: v[:2])  # by resume point; stable, so model order within one
-    # sequences, not pairs, are bucketed: a swap patch takes its partner's value when the
-    # patched stream is made (on the whole batch, below), and rows are independent after that
-    by_length = sorted(range(B), key=lambda b: (batch.lengths[b], b))
-    size = -(-B // max(1, min(buckets or B, B)))
-    groups = [by_length[s:s + size] for s in range(0, B, size)]
     rewards = torch.empty(len(variants), B, dtype=torch.float32, device=batch.ids.device)
     offs = {}
     with torch.no_grad():
+        ladder = _Ladder(family, batch, ctx, adapter.n_layers, counter, buckets)
+        run = run if run is not None else ladder.clean_run(adapter, batch)
         streams = {}
         for layer, side, name, mode in variants:
             streams[(name, mode)], offs[(name, mode)] = _patched_stream(adapter, batch, run, stats, name, mode, folds)
-        for group in groups:
-            rows = torch.tensor(group, device=batch.ids.device)
-            width = max(batch.lengths[b] for b in group)
-            per_chunk = max(1, max_rows // len(rows))
-            for start in range(0, len(variants), per_chunk):
-                chunk = variants[start:start + per_chunk]
-                final = _climb(family, chunk, streams, rows, width, batch.score_idx[rows], ctx,
-                               adapter.n_layers, counter)
-                rewards[start:start + len(chunk), rows] = adapter.reward_of(final).reshape(len(chunk), len(rows))
+        per_chunk = max(1, max_rows // B)
+        for start in range(0, len(variants), per_chunk):
+            chunk = variants[start:start + per_chunk]
+            rewards[start:start + len(chunk)] = adapter.reward_of(ladder.climb(chunk, streams)).reshape(len(chunk), B)
     margins = _margins(rewards)
     return {(v[2], v[3]): (margins[k], offs[(v[2], v[3])]) for k, v in enumerate(variants)}
 
 
-def _climb(family, chunk, streams, rows, width, score_idx, ctx, n_layers, counter):
-    """One pass up the layers from the chunk's lowest patch point; each variant's rows join the
-    batch right after its patched sublayer. Returns (rows in the chunk's order, d): the final
-    stream at each row's scoring token. The last MLP is position-wise and only the scoring token
-    is read after it, so it runs on that token alone."""
-    active, last = None, n_layers - 1
+class _Ladder:
+    """One pass up the layers for a chunk of variants, their sequences packed (`Packing`)."""
 
-    def at_score(x):  # (V * n, T, d) -> (V * n, 1, d) at each row's scoring token
-        idx = score_idx.repeat(x.shape[0] // len(score_idx))
-        return x[torch.arange(x.shape[0], device=x.device), idx].unsqueeze(1)
+    def __init__(self, family, batch: Batch, ctx, n_layers: int, counter: dict | None, buckets: int):
+        self.family, self.ctx, self.n_layers, self.counter = family, ctx, n_layers, counter
+        self.B = batch.ids.shape[0]
+        self.packing = Packing.of(batch.lengths, buckets, batch.ids.device)
+        device, width = batch.ids.device, batch.ids.shape[1]
+        self.width = width
+        lengths = torch.tensor(batch.lengths, device=device)
+        positions = torch.arange(width, device=device)
+        # the real tokens, and the scoring tokens, in the batch's flattened (B * width) layout
+        self.real = (positions[None, :] < lengths[:, None]).flatten().nonzero().squeeze(1)
+        self.score_flat = torch.arange(self.B, device=device) * width + batch.score_idx
+        self.score_packed = torch.cumsum(lengths, 0) - lengths + batch.score_idx  # (B,) the same, packed
+        self.tokens = int(self.packing.positions.shape[0])
+        self.score_is_last = bool((batch.score_idx == lengths - 1).all())  # true of causal decoders
+        self.tiles: dict[int, Packing] = {}
 
-    for i in range(chunk[0][0], n_layers):
-        for side in (0, 1):
-            trim = i == last and side == 1
-            if active is not None:  # every row already in runs this sublayer
-                if side == 0:
-                    active = family.join(i, "attn", active, family.attn(i, active, ctx)[0])
-                else:
-                    active = at_score(active) if trim else active
-                    active = family.join(i, "mlp", active, family.mlp(i, active))
-                count_layer_evals(counter, active.shape[0], 0.5)
-                if counter is not None:  # token-layers: one token through one layer
-                    counter["token_layers"] = counter.get("token_layers", 0) + active.shape[0] * active.shape[1] * 0.5
-            joining = [streams[(v[2], v[3])][rows, :width] for v in chunk if v[0] == i and v[1] == side]
-            if joining:
-                joining = [at_score(x) for x in joining] if trim else joining
-                active = torch.cat(([active] if active is not None else []) + joining)
-    return (active if active.shape[1] == 1 else at_score(active))[:, 0]
+    def clean_run(self, adapter: Adapter, batch: Batch) -> ActivationCache:
+        """The clean run made packed (no padding computed), laid out as `Adapter.clean_run`
+        lays it out, with zeros at the padding (which the ladder never reads)."""
+        family, packing, ctx = self.family, self.packing, self.ctx
+        x = family.embed(batch.ids).flatten(0, 1)[self.real]
+        run = ActivationCache(adapter, batch, embed=self._unpack(x))
+        for i in range(self.n_layers):
+            run.resid_pre.append(self._unpack(x))
+            attn, heads = family.attn_packed(i, x, packing, ctx)
+            x = family.join(i, "attn", x, attn)
+            self._count(1, x.shape[0])
+            mlp = family.mlp(i, x)
+            run.attn.append(self._unpack(attn))
+            run.heads.append(self._unpack(heads))
+            run.resid_mid.append(self._unpack(x))
+            x = family.join(i, "mlp", x, mlp)
+            run.mlp.append(self._unpack(mlp))
+            run.resid_post.append(self._unpack(x))
+            self._count(1, x.shape[0])
+        run.reward = adapter.reward_of(x[self.score_packed])
+        return run
+
+    def _unpack(self, x: torch.Tensor) -> torch.Tensor:
+        """(tokens, n) packed -> (B, T, n) in the batch's layout, zeros at the padding."""
+        out = x.new_zeros(self.B * self.width, x.shape[-1])
+        return out.index_copy_(0, self.real, x).reshape(self.B, self.width, -1)
+
+    def _tiled(self, copies: int) -> Packing:
+        if copies not in self.tiles:
+            self.tiles[copies] = self.packing.tile(copies)
+        return self.tiles[copies]
+
+    def _at_score(self, copies: int) -> torch.Tensor:
+        k = torch.arange(copies, device=self.score_packed.device)
+        return (self.score_packed[None] + k[:, None] * self.tokens).flatten()
+
+    def climb(self, chunk, streams) -> torch.Tensor:
+        """(variants * B, d) the final stream at each row's scoring token, in the chunk's order:
+        from the chunk's lowest patch point up, each variant's tokens joining the pass right
+        after its patched sublayer. Only the scoring token is read after the last layer, so its
+        MLP runs on those tokens alone, and so does its attention (queries and output; keys and
+        values at every token) when the scoring token is each sequence's last."""
+        family, last = self.family, self.n_layers - 1
+        x, copies, scored = None, 0, False  # x: (copies * tokens, d), or (copies * B, d) once scored
+        for i in range(chunk[0][0], self.n_layers):
+            for side in (0, 1):
+                narrow = i == last and (side == 1 or self.score_is_last)  # the scoring tokens are enough
+                if x is not None and side == 0:
+                    packing, tokens = self._tiled(copies), x.shape[0]
+                    out = family.attn_packed(i, x, packing, self.ctx, last_only=narrow)[0]
+                    x = family.join(i, "attn", x[packing.ends] if narrow else x, out)
+                    self._count(copies, tokens)
+                elif x is not None:
+                    x = x[self._at_score(copies)] if narrow and not scored else x
+                    x = family.join(i, "mlp", x, family.mlp(i, x))
+                    self._count(copies, x.shape[0])
+                scored = narrow
+                joining = [v for v in chunk if v[0] == i and v[1] == side]
+                if joining:
+                    where = self.score_flat if narrow else self.real
+                    parts = [streams[(v[2], v[3])].flatten(0, 1)[where] for v in joining]
+                    x = torch.cat(([x] if x is not None else []) + parts)
+                    copies += len(joining)
+        return x
+
+    def _count(self, copies: int, tokens: int) -> None:
+        """Half a layer (one sublayer) of `copies * B` sequences, `tokens` token positions."""
+        count_layer_evals(self.counter, copies * self.B, 0.5)
+        if self.counter is not None:  # token-layers: one token through one layer
+            self.counter["token_layers"] = self.counter.get("token_layers", 0) + tokens * 0.5
 
 
 def _patched_stream(adapter, batch, run, stats, name, mode, folds=None):

@@ -73,6 +73,7 @@ from typing import ClassVar, Protocol
 import torch
 
 from measure.errors import MeasureError
+from measure.models.packed import Packing, attend
 
 
 def pooled_mean(tensor: torch.Tensor, score_idx: torch.Tensor) -> torch.Tensor:
@@ -90,6 +91,21 @@ class HookPoints:
     attn: torch.nn.Module
     mlp: torch.nn.Module
     heads: torch.nn.Module
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding of (N, h, k) at each token's (N, k) cos and sin: the halves of each head
+    rotated, as transformers' apply_rotary_pos_emb does."""
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), -1)
+    return x * cos[:, None] + rotated * sin[:, None]
+
+
+def _causal(width: int, like: torch.Tensor) -> torch.Tensor:
+    """(1, 1, T, T) the additive causal mask, as `DecoderFamily.context` builds it."""
+    allowed = torch.ones(width, width, dtype=torch.bool, device=like.device).tril()
+    return torch.zeros(width, width, dtype=like.dtype, device=like.device).masked_fill_(
+        ~allowed, torch.finfo(like.dtype).min)[None, None]
 
 
 class Family(Protocol):
@@ -226,7 +242,44 @@ class DecoderFamily:
 
     def attn(self, i: int, resid: torch.Tensor, ctx) -> tuple[torch.Tensor, torch.Tensor]:
         """Layer i's attention output (o_proj's output) and its heads (o_proj's input)."""
-        return self._self_attn(i, resid, ctx)
+        out, heads = self._self_attn(i, resid, ctx)
+        return self._after_attn(i, out), heads
+
+    def _after_attn(self, i: int, out: torch.Tensor) -> torch.Tensor:
+        """What joins the stream from the attention module's output (Llama: the output itself)."""
+        return out
+
+    def attn_packed(self, i: int, resid: torch.Tensor, packing: Packing, ctx,
+                    last_only: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """(N, d) -> (N, d), (N, H*k): layer i's attention output and its heads for sequences
+        packed end to end (`measure/models/packed.py`), from the layer's own weights; with
+        `last_only`, at each sequence's last token alone (S rows; keys and values still read at
+        every token). Equal to `attn` to float rounding, not bit for bit: the committed studies
+        never use it."""
+        layer = self.layers[i]
+        module = layer.self_attn
+        rotary, masks = ctx
+        cos, sin = (x[0] for x in rotary)  # (T, k)
+        if cos.shape[-1] != self.head_dim:
+            raise MeasureError(f"{self.model_type}: rotary embeddings over part of a head are not packed")
+        width = max(g.gather.shape[1] for g in packing.groups)
+        mask = masks[i][..., :width, :width]
+        if bool((mask == _causal(width, mask)).all()):
+            mask = None  # no sliding window within this width: plain causal
+        x = layer.input_layernorm(resid)
+        at = packing.ends if last_only else slice(None)
+        q = module.q_proj(x[at]).unflatten(-1, (self.n_heads, self.head_dim))
+        k = module.k_proj(x).unflatten(-1, (-1, self.head_dim))
+        v = module.v_proj(x).unflatten(-1, (-1, self.head_dim))
+        if getattr(module, "q_norm", None) is not None:  # Qwen3: RMS norms on each head of q and k
+            q, k = module.q_norm(q), module.k_norm(k)
+        positions = packing.positions
+        q = _rotate(q, cos[positions[at]], sin[positions[at]])
+        k = _rotate(k, cos[positions], sin[positions])
+        out = attend(q, k, v, packing, mask, module.scaling, getattr(module, "attn_logit_softcapping", None),
+                     last_only)
+        heads = out.flatten(1)
+        return self._after_attn(i, module.o_proj(heads)), heads
 
     def attn_from_heads(self, i: int, heads: torch.Tensor) -> torch.Tensor:
         """The attention output from (patched) heads: o_proj applied to them."""
@@ -284,10 +337,9 @@ class Gemma2Family(DecoderFamily):
         """(d,) the final norm's gain, stored as w and applied as 1 + w."""
         return self.final_norm.weight.detach().float() + 1.0
 
-    def attn(self, i: int, resid: torch.Tensor, ctx) -> tuple[torch.Tensor, torch.Tensor]:
-        """Layer i's attention output after its post-attention norm, and its heads."""
-        out, heads = self._self_attn(i, resid, ctx)
-        return self.layers[i].post_attention_layernorm(out), heads
+    def _after_attn(self, i: int, out: torch.Tensor) -> torch.Tensor:
+        """The attention output joins the stream through the post-attention norm."""
+        return self.layers[i].post_attention_layernorm(out)
 
     def attn_from_heads(self, i: int, heads: torch.Tensor) -> torch.Tensor:
         """The attention output from (patched) heads: o_proj, then the post-attention norm."""

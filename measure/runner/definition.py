@@ -58,7 +58,8 @@ class Definition:
         summary = golden(plan.config.study, plan.adapter.model_id, plan.identity, written, plan.key,
                          contract.TOLERANCE, extra)
         put(contract.GOLDEN, json_text(summary))
-        put(contract.README, bundle_readme(plan.config.study, summary, plan.key is not None))
+        put(contract.README, bundle_readme(plan.config.study, summary, plan.key is not None,
+                                          mode=plan.numerics, device=plan.config.device))
         return summary
 
 

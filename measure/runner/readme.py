@@ -11,8 +11,28 @@ PAIR_FIELDS = """\
 ROW_FIELDS = "- `model`: the model id (`organism`, a local path or a hub id).\n" + PAIR_FIELDS
 
 
-def bundle_readme(study: str, golden: dict, has_key: bool) -> str:
-    """The bundle's README.md: what every file and every field means."""
+def reproducibility(mode: dict, device: str = "cpu") -> str:
+    """The README's sentence on when its files come back byte for byte: the portable numerics
+    mode's claim (any CPU) only for a run made in it (`measure.numerics.claimed`)."""
+    from measure import numerics
+
+    if numerics.claimed(mode, device):
+        return f"""Every file except `{C.MANIFEST}` is byte-identical when the run is repeated with the same seed
+and torch version, whatever vector extensions the CPU has: the numbers are computed in the
+portable numerics mode (ATen's portable kernels, MKL's conditional numerical reproducibility,
+oneDNN off, one thread), which the manifest records under `numerics` beside the wall time and
+the git commit (those two change from run to run)."""
+    return f"""This run was made outside the portable numerics mode ({', '.join(numerics.departures(mode, device))}).
+Every file except `{C.MANIFEST}` is byte-identical when the run is repeated with the same seed,
+torch version and settings on a machine that picks the same kernels; on another CPU, or with
+another thread count, the last digits may differ (a run with `--threads 1` on a CPU, the default,
+is in the portable mode and repeats on any CPU). The manifest records the mode under `numerics`
+beside the wall time and the git commit (those two change from run to run)."""
+
+
+def bundle_readme(study: str, golden: dict, has_key: bool, *, mode: dict, device: str = "cpu") -> str:
+    """The bundle's README.md: what every file and every field means, and (`reproducibility`)
+    when its files come back byte for byte, for the numerics `mode` the run was made in."""
     counts = golden["counts"]
     key_files = ""
     if has_key:
@@ -34,11 +54,7 @@ def bundle_readme(study: str, golden: dict, has_key: bool) -> str:
     return f"""# Study bundle: {study}
 
 Written by the measurement stage (`python -m measure run --study {study}`); do not edit by hand.
-Every file except `{C.MANIFEST}` is byte-identical when the run is repeated with the same seed
-and torch version, whatever vector extensions the CPU has: the numbers are computed in the
-portable numerics mode (ATen's portable kernels, MKL's conditional numerical reproducibility,
-oneDNN off, one thread), which the manifest records under `numerics` beside the wall time and
-the git commit (those two change from run to run).
+{reproducibility(mode, device)}
 Floats are rounded to {C.JSONL_PLACES} decimals in JSONL files and {C.GOLDEN_PLACES} in `{C.GOLDEN}`; keys keep a fixed order.
 
 Definitions: the margin of a pair is `r(chosen) - r(rejected)`, read at the scoring token (the

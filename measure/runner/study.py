@@ -22,6 +22,7 @@ import io
 import json
 import os
 import platform
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ from measure.errors import MeasureError
 from measure.instruments.patching import MODES, ActivationStats, StatsAccumulator
 from measure.runner.jsonio import jsonl_text, read_json
 from measure.runner.outfolder import check_replaceable
+from measure.runner.preflight import check_run
 from measure.runner.definition import Definition, definition_for
 from measure.runner.pairs import read_pairs
 from measure.runner.reads import Read, files
@@ -178,8 +180,11 @@ def plan_study(config: StudyConfig) -> Plan:
     fingerprint everything that changes the numbers; nothing is measured yet."""
     started = time.time()
     check_replaceable(config.bundle_dir)  # before anything is measured
+    check_run(config)  # the folders can be written, the dimensions exist: before anything loads
     head, dirty = git_state(REPO)  # before the run writes the bundle, which would make the tree look dirty
     mode = setup_determinism(config.seed, config.threads, config.device)
+    if not numerics.claimed(mode, config.device):
+        print(f"warning: {numerics.describe(mode, config.device)}", file=sys.stderr, flush=True)
     definition = definition_for(config.study)
     adapter = load(config.model, config.device, config.dtype, config.objective)
     source = ModelSource(adapter.path)

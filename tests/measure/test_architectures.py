@@ -9,7 +9,7 @@ import torch
 
 from measure.models.adapter import load
 from measure.models.registry import FAMILIES
-from measure.instruments.patching import MODES, StatsAccumulator, naive_sweep, patch_sweep
+from measure.instruments.patching import MODES, StatsAccumulator, naive_sweep, patch_ladder, patch_sweep
 from measure.models.wordtok import SPECIALS, save_word_tokenizer
 
 ORGANISM = Path(__file__).resolve().parents[2] / "models" / "organism"
@@ -81,8 +81,10 @@ def test_family(family, tmp_path):
     comps = [c for c in adapter.components() if c != "embed"]
     fast = patch_sweep(adapter, batch, run, stats, comps, MODES)
     slow = naive_sweep(adapter, batch, stats, comps, MODES)
+    ladder = patch_ladder(adapter, batch, run, stats, comps, MODES, buckets=2)  # packed, its own attention
     for key, value in slow.items():
         assert torch.allclose(fast[key][0], value, atol=1e-4), key
+        assert torch.allclose(ladder[key][0], value, atol=1e-4), key
 
 
 def _tiny_bert(tmp_path):

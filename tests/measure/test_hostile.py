@@ -289,3 +289,107 @@ def test_a_stats_file_that_is_not_ours_is_refused_and_runs_no_code(tiny_dir, tin
     with pytest.raises(MeasureError, match="stats.pt: not a statistics file this tool wrote"):
         measure_shards(plan)
     assert not marker.exists()
+
+
+# ----- issue 28 item 5: the portable claim only for a run made in the portable mode ----------
+def test_a_run_outside_the_portable_mode_says_so_when_it_starts_and_in_its_readme(capsys, tiny_dir, tiny_pairs,
+                                                                                   tmp_path):
+    import torch
+
+    from bundle_kit import contract
+    from measure.runner.readme import reproducibility
+
+    out = tmp_path / "bundle"
+    try:
+        code = main(_run(tiny_dir, tmp_path, "--pairs", str(tiny_pairs), "--out", str(out), "--study", "tiny",
+                         "--threads", "2"))
+    finally:
+        torch.set_num_threads(1)  # the rest of the session runs in the mode
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "warning: this run is outside the portable numerics mode (2 threads)" in err
+    readme = (out / contract.README).read_text(encoding="utf-8")
+    manifest = json.loads((out / contract.MANIFEST).read_text(encoding="utf-8"))
+    assert manifest["numerics"]["portable"] is False
+    assert "made outside the portable numerics mode (2 threads)" in readme
+    assert "whatever vector extensions the CPU has" not in readme and "one thread)" not in readme
+    portable = dict(manifest["numerics"], threads=1, portable=True)
+    assert "whatever vector extensions the CPU has" in reproducibility(portable)  # the claim, where it holds
+    assert "device cuda" in reproducibility(portable, "cuda")  # a GPU run never makes the CPU claim
+
+
+# ----- issue 28 item 10: an output folder that cannot be written, before anything loads ------
+@pytest.fixture
+def nothing_loads(monkeypatch):
+    """Loading a model or training one fails the test: the refusal must come first."""
+    def loaded(*args, **kwargs):
+        raise AssertionError("a model was loaded or trained before the refusal")
+    monkeypatch.setattr("measure.runner.study.load", loaded)
+    monkeypatch.setattr("measure.studies.organism.train.train", loaded)
+
+
+@pytest.mark.parametrize("argv,option", [
+    (["run", "--out", "/proc/x"], "--out /proc/x"),
+    (["run", "--out", "/proc/x/y/z"], "--out /proc/x/y/z"),
+    (["run", "--runs-dir", "/proc"], "--runs-dir /proc"),
+    (["train", "--out", "/proc/x", "--epochs", "1"], "--out /proc/x"),
+])
+def test_an_output_folder_that_cannot_be_written_is_refused_before_anything_loads(
+        capsys, tiny_dir, tiny_pairs, tmp_path, nothing_loads, argv, option):
+    if argv[0] == "run":
+        defaults = {"--out": str(tmp_path / "b"), "--runs-dir": str(tmp_path / "runs")}
+        defaults.update(dict(zip(argv[1::2], argv[2::2])))
+        argv = ["run", "--model", str(tiny_dir), "--pairs", str(tiny_pairs), "--no-progress",
+                *[x for item in defaults.items() for x in item]]
+    err = _one_line(capsys, argv)
+    assert err.startswith(f"error: {option}: cannot be written") and "/proc" in err
+    assert not list(Path("/proc").glob(".measure-probe-*")) and not list(tmp_path.glob(".measure-probe-*"))
+
+
+def test_the_write_check_leaves_nothing_behind(tmp_path):
+    from measure.runner.preflight import check_writable
+
+    check_writable(tmp_path / "new" / "deeper", "--out")
+    check_writable(tmp_path, "--out", beside=True)
+    assert list(tmp_path.iterdir()) == []  # nothing made, the probe removed
+
+
+# ----- issue 28 item 12: the measure options, at parse time ----------------------------------
+def test_a_device_or_a_pipe_is_not_a_pairs_or_key_file(capsys, tiny_dir, tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for option, value in (("--pairs", "/dev/zero"), ("--key", "/dev/null"), ("--pairs", str(fifo))):
+        err = _one_line(capsys, _run(tiny_dir, tmp_path, "--out", str(tmp_path / "b"), option, value))
+        assert f"{option} {value}: not a regular file" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--out", "{tmp}/a\nb"],
+    ["run", "--runs-dir", "{tmp}/runs\rx"],
+    ["run", "--pairs", "{tmp}/pairs\n.jsonl"],
+    ["train", "--out", "{tmp}/m\x1bodel"],
+    ["plan", "--model", "organism", "--json", "{tmp}/p\nlan.json"],
+])
+def test_a_control_character_in_a_path_is_refused_when_parsed(capsys, tmp_path, nothing_loads, argv):
+    err = _one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert "holds a control character" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("where", ["--pairs", "the model folder's", "a named model's"])
+def test_an_unknown_dimension_is_refused_before_the_model_loads(capsys, tiny_dir, tiny_pairs, tmp_path,
+                                                                nothing_loads, where):
+    if where == "--pairs":
+        argv, pairs = _run(tiny_dir, tmp_path, "--pairs", str(tiny_pairs)), tiny_pairs
+    elif where == "the model folder's":
+        folder = tmp_path / "model"
+        folder.mkdir()
+        for f in tiny_dir.iterdir():
+            (folder / f.name).write_bytes(f.read_bytes())
+        (folder / "pairs.jsonl").write_bytes(tiny_pairs.read_bytes())
+        argv, pairs = _run(folder, tmp_path), folder / "pairs.jsonl"
+    else:
+        argv = ["run", "--model", "organism", "--runs-dir", str(tmp_path / "runs"), "--no-progress"]
+        pairs = REPO / "models" / "organism" / "pairs.jsonl"
+    err = _one_line(capsys, argv + ["--out", str(tmp_path / "b"), "--dimensions", "topic,nosuch"])
+    assert f"--dimensions: nosuch not in {pairs}" in err

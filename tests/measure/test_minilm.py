@@ -156,3 +156,82 @@ def test_the_code_runs_the_test_that_was_registered():
     assert md.MIN_SEEDS * len(md.DIMENSIONS) == learned["kill"]["bound"]
     assert f"torch.Generator seeded {study.RANDOM_SEED}" in " ".join(transfer["claim"].split())
     assert set(baselines.NAMES) == {"length", "overlap", "bag_of_words"}
+
+
+def test_the_features_file_comes_out_the_same_bytes_every_time(tmp_path):
+    """safetensors keeps a header's metadata in a hash map seeded afresh for every map, so the
+    two keys of `features.safetensors` came out in either order (issue 28 item 13): written 16
+    times, the file must be the same bytes each time, and the committed file's bytes."""
+    from measure.runner.jsonio import read_jsonl
+    from measure.studies.minilm import heads
+
+    pairs = read_jsonl(md.PAIRS_FILE)
+    committed = heads.MODEL_DIR / heads.FEATURES_FILE
+    features = heads.load_features(pairs, committed)
+    written = set()
+    for k in range(16):
+        heads.save_features(features, pairs, tmp_path / f"features{k}.safetensors")
+        written.add(hashlib.sha256((tmp_path / f"features{k}.safetensors").read_bytes()).hexdigest())
+    assert written == {hashlib.sha256(committed.read_bytes()).hexdigest()}
+
+
+TRAIN = """
+import sys
+from pathlib import Path
+from measure import numerics
+numerics.set_environment()
+from measure.studies.minilm import model
+model.PAIRS_FILE = Path(sys.argv[2])   # the one change: a sample of the pairs (one row per seed, two seeds per dimension)
+from measure.__main__ import main
+sys.exit(main(["train", "--model", "minilm", "--out", sys.argv[1]]))
+"""
+
+
+def test_train_minilm_twice_in_two_processes_writes_the_same_bytes(tmp_path):
+    """The whole `python -m measure train --model minilm` (trunk features, head fits, report,
+    assembled model folder), run twice in separate processes, side by side: every file the same
+    bytes. The pairs are the smallest sample the fold fits accept (two seeds of each dimension, in
+    two folds, one row each: 24 pairs instead of 480), so the test stays within its time budget;
+    the writing code is the command's own."""
+    from measure.runner.jsonio import jsonl_text, read_jsonl
+
+    pairs = read_jsonl(md.PAIRS_FILE)
+    sample = []
+    for d in md.DIMENSIONS:
+        seeds = list(dict.fromkeys(p["seed_id"] for p in pairs if p["dimension"] == d))[:2]
+        sample += [p for p in pairs if p["seed_id"] in seeds and p["mutation"] == "seed"]
+    assert len(sample) == 2 * len(md.DIMENSIONS) and len({p["fold"] for p in sample}) == 2
+    (tmp_path / "pairs.jsonl").write_text(jsonl_text(sample), encoding="utf-8")
+    runs = [subprocess.Popen([sys.executable, "-c", TRAIN, str(tmp_path / f"out{k}"), str(tmp_path / "pairs.jsonl")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in (0, 1)]
+    for run in runs:
+        _out, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err[-2000:]
+    files = sorted(p.name for p in (tmp_path / "out0").iterdir())
+    assert {"features.safetensors", "heads.safetensors", "training.json", "model.safetensors", "config.json"} <= set(files)
+    assert files == sorted(p.name for p in (tmp_path / "out1").iterdir())
+    differ = [n for n in files if (tmp_path / "out0" / n).read_bytes() != (tmp_path / "out1" / n).read_bytes()]
+    assert differ == []
+
+
+def test_every_safetensors_write_in_measure_has_a_fixed_header():
+    """Each call that writes a safetensors file (safetensors' `save_file` or `save`) passes at
+    most one metadata key, written as a literal; a header with more goes through
+    `measure/runner/tensorfile.py`, which orders it."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "measure"
+    calls, loose = 0, []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
+            if name.split(".")[-1] in ("save_file", "save") and not name.startswith("torch."):
+                if path.name == "tensorfile.py" or "safetensors" not in path.read_text(encoding="utf-8"):
+                    continue
+                calls += 1
+                meta = next((k.value for k in node.keywords if k.arg == "metadata"), None)
+                if meta is not None and not (isinstance(meta, ast.Dict) and len(meta.keys) <= 1):
+                    loose.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert calls, "no safetensors write found: the test lost its subject"
+    assert loose == []

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from measure.errors import MeasureError
+from measure.runner.tensorfile import save_tensor_file
 from measure.studies.minilm.data import DIMENSIONS, FOLDS, PAIRS_FILE
 from measure.studies.minilm.fit import bt_fit
 
@@ -32,10 +33,9 @@ def pairs_digest(pairs: list[dict]) -> str:
 
 def save_features(features: dict, pairs: list[dict], path: Path) -> None:
     """Write the pooled features ({chosen, rejected}: (rows, d)) with the digest of the pairs they
-    were computed on."""
-    from safetensors.torch import save_file
-    save_file(features, str(path), metadata={"pairs_sha256": pairs_digest(pairs),
-                                             "order": "rows of data/minilm/pairs.jsonl"})
+    were computed on (the header in a fixed order: `measure/runner/tensorfile.py`)."""
+    save_tensor_file(features, path, metadata={"pairs_sha256": pairs_digest(pairs),
+                                               "order": "rows of data/minilm/pairs.jsonl"})
 
 
 def load_features(pairs: list[dict], path: Path) -> dict[str, torch.Tensor]:

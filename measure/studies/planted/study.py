@@ -123,7 +123,7 @@ def run(out: Path, runs_dir: Path | None = None, organisms=ORGANISMS, threads: i
              "key_recovery": recovery, "validity": validity(key_check, recovery)}
     summary = golden(STUDY, identity["model"], identity, written, None, contract.TOLERANCE, extra)
     write_atomic(out / contract.GOLDEN, json_text(summary))
-    write_atomic(out / contract.README, bundle_readme(STUDY, summary, False) + KEY_README)
+    write_atomic(out / contract.README, bundle_readme(STUDY, summary, False, mode=mode) + KEY_README)
     manifest = {"study": STUDY, **identity, "packages": versions(), "threads": threads, "numerics": mode,
                 "git": {"commit": head, "dirty": dirty}, "wall_time_s": round(time.time() - started, 3),
                 "command": "python -m measure.studies.planted run " + " ".join(sys.argv[2:])}
