@@ -214,7 +214,7 @@ def patch_ladder(adapter: Adapter, batch: Batch, run: ActivationCache | None, st
     - one pass up the layers for variants of every patch point (a ladder): at layer i the pass
       holds every variant patched below i, and the variants patched at layer i join it there, so
       a study makes L layer calls per chunk instead of about L^2/2 (same layer evaluations);
-    - the pass holds its sequences packed end to end, real tokens only (`families.Packing`), so
+    - the pass holds its sequences packed end to end, real tokens only (`models/packed.py`), so
       each projection and MLP of a layer is one matrix product over every variant's and every
       sequence's tokens, and no padding is computed; only the attention scores are laid out per
       sequence, the sequences cut into `buckets` groups of similar length, each padded to its

@@ -32,6 +32,10 @@ The interface (every family implements all of it):
                                                          layer i's attention output (what joins
                                                          the stream) and its heads' o_proj input
     attn_from_heads(i, heads: [B, T, H*k]) -> [B, T, d]  the attention output from (patched) heads
+    attn_packed(i, resid: [N, d], packing, ctx, last_only) -> ([N, d], [N, H*k])
+                                                         decoders only (the ladder sweep): `attn`
+                                                         for sequences packed end to end
+                                                         (measure/models/packed.py)
     head_writes(i, heads: [..., H*k]) -> [..., H, d]     each head's part of the attention
                                                          output; they sum to it over H
     mlp(i, resid_mid: [B, T, d]) -> [B, T, d]            layer i's MLP output
