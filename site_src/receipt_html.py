@@ -3,22 +3,36 @@ and its row in the page's provenance table.
 
 One element per value, written by templates/partials/receipt.html (escaped by Jinja) alone:
 
-    <a class="ref" href="SOURCE-VIEW#Lnn" id="ref-N" data-value="RAW" data-source="PATH:LINE">SHOWN</a>
+    <a class="ref" href="../source/PATH.html#L12" id="ref-N" data-value="RAW">SHOWN</a>
 
-The link to the fixture line is the receipt and works without script. `data-source` is where the
-value was recorded (`PATH:LINE`, or `PATH` for a computed value, which also carries `data-expr`,
-the expression it was computed with); `data-value` is the raw value. The tooltip is not in the
-page: templates/static/site.js makes it on hover or keyboard focus from these attributes (the
-same words as `Resolved.receipt`), so a page with hundreds of values does not carry a copy of
-each tip. Text values (a label, a citation) add the class `ref-text` and read as prose (site.css).
+The link to the fixture line is the receipt and works without script; the class `ref` marks a
+receipt and nothing else. The tooltip is not in the page: templates/static/site.js makes it on
+hover or keyboard focus (the same words as `Resolved.receipt`: where the value was recorded,
+`PATH:LINE`, or `PATH` and the expression of a computed value, then the raw value), so a page
+with hundreds of values does not carry a copy of each tip. Its parts are read from the element,
+and the page carries only what the element does not already say, since a detail page shows
+hundreds of values (docs/ARCHITECTURE.md, "Receipts"):
+
+- where: the link's own target. `source/PATH.html#L12` names `PATH:12`; a computed value, which
+  also carries `data-expr` (the expression it was computed with), names `PATH` alone.
+  `data-source="WHERE"` is written only where the link does not name it (`source_from_href`
+  below, and site.js's `sourceOf`, read a link the same way): a value with no published view (a
+  `<span>`, e.g. a superseded record's value, read at an older commit) or a path the link cannot
+  spell back.
+- the raw value: `data-value="RAW"`, left out when it is the text shown.
+
+Text values (a label, a citation) add the class `ref-text` and read as prose (site.css).
 """
 from __future__ import annotations
 
 import json
+import re
+from urllib.parse import unquote
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from .receipts import Resolved
+from .urls import url_path
 
 TEMPLATE = "partials/receipt.html"
 
@@ -31,15 +45,49 @@ def raw_text(value) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+# A receipt's link to a fixture from any page: `../`s up to the site root, `source/`, the fixture's
+# URL path, `.html` for its line view, `#L<line>`. The same pattern as site.js's `sourceOf` (ASCII
+# digits only, the whole href); the path is percent-decoded as decodeURIComponent does.
+_SOURCE_LINK = re.compile(r"(?:\.\./)*source/([^#]*?)(?:\.html)?(?:#L([0-9]+))?")
+
+
+def source_from_href(href: str, computed: bool) -> str | None:
+    """Where a receipt's link says its value came from (`PATH:LINE`, or `PATH` for a computed
+    value), as site.js reads it when the element carries no `data-source`; None for another link."""
+    match = _SOURCE_LINK.fullmatch(href)
+    if not match:
+        return None
+    path = unquote(match.group(1), errors="strict")
+    return path if computed or not match.group(2) else f"{path}:{match.group(2)}"
+
+
 def receipt_html(jinja, resolved: Resolved, text: str, rid: str, prefix: str) -> Markup:
     """The receipt element of a value shown as `text`, with the id `rid`, on a page `prefix` away
-    from the site root; `jinja` holds the site's templates."""
+    from the site root; `jinja` holds the site's templates. `data-source` and `data-value` are
+    written only where the link and the text do not already say them (the module's docstring)."""
     numeric = isinstance(resolved.value, (int, float)) and not isinstance(resolved.value, bool)
+    href = prefix + resolved.href if resolved.href else ""
+    computed = not resolved.line        # a computed value names its expression
+    source = resolved.location
+    if href and _derivable(href, computed, source):
+        source = ""
+    raw = raw_text(resolved.value)
+    shown = str(escape(raw)) == str(escape(text))   # the element's text reads back as the raw value
     html = jinja.get_template(TEMPLATE).render(
-        numeric=numeric, href=prefix + resolved.href if resolved.href else "", rid=rid,
-        raw=raw_text(resolved.value), computed=not resolved.line,   # a computed value names its expression
-        expression=resolved.expression, source=resolved.location, text=text)
+        numeric=numeric, href=href, rid=rid, raw=None if shown else raw, computed=computed,
+        expression=resolved.expression, source=source, text=text)
     return Markup(html)
+
+
+def _derivable(href: str, computed: bool, source: str) -> bool:
+    """Whether site.js reads `source` back from `href`. Only a path spelled as urls.url_path spells
+    it counts, where decodeURIComponent and unquote agree (no stray `%` for script to throw on)."""
+    try:
+        derived = source_from_href(href, computed)
+    except UnicodeDecodeError:
+        return False
+    encoded = _SOURCE_LINK.fullmatch(href)
+    return derived == source and url_path(unquote(encoded.group(1))) == encoded.group(1)
 
 
 def provenance_row(resolved: Resolved, text: str, rid: str, prefix: str) -> dict:

@@ -11,7 +11,8 @@
  * Citation: the copy button copies the BibTeX entry as shown; without a base_url the entry's url
  * is written here as the address the page is read at.
  * Tables: a table wrapper that does not scroll is taken out of the tab order.
- * Receipts: a value's element (site_src/receipt_html.py) names its source in data attributes; on
+ * Receipts: a value's element (.ref, site_src/receipt_html.py) names its source by its link (or
+ * data-source where the link cannot say it) and its raw value by data-value (or its text); on
  * hover or keyboard focus one shared role=tooltip element (#ref-tip) shows them and the value is
  * described by it, over the value (under it only at the window's top edge, data-tip-side says
  * which); the pointer may move onto the tip, Escape dismisses it. A glossary term's link
@@ -146,13 +147,25 @@
     // glossary term: its definition (site_src/glossary.py)
     function words(el) {
       if (el.hasAttribute("data-definition")) return el.getAttribute("data-term") + ": " + el.getAttribute("data-definition");
-      var source = el.getAttribute("data-source"), expr = el.getAttribute("data-expr");
+      var expr = el.getAttribute("data-expr"), source = sourceOf(el, expr !== null);
+      var raw = el.hasAttribute("data-value") ? el.getAttribute("data-value") : el.textContent;
       return (expr === null ? "Recorded at " + source : "Computed from " + source + ": " + expr) +
-        ". Raw value: " + el.getAttribute("data-value");
+        ". Raw value: " + raw;
+    }
+
+    // where a value was recorded: data-source, or else what its link names (the page leaves out
+    // what the link says): ../source/PATH.html#L12 is PATH:12, a computed value's link is PATH.
+    // The same pattern as source_from_href in site_src/receipt_html.py, which decides to leave it out.
+    function sourceOf(el, computed) {
+      if (el.hasAttribute("data-source")) return el.getAttribute("data-source");
+      var m = /^(?:\.\.\/)*source\/([^#]*?)(?:\.html)?(?:#L([0-9]+))?$/.exec(el.getAttribute("href") || "");
+      if (!m) return "";
+      var path = decodeURIComponent(m[1]);
+      return computed || !m[2] ? path : path + ":" + m[2];
     }
 
     function receipt(node) {
-      return node && node.closest ? node.closest(".ref[data-source], .term[data-definition]") : null;
+      return node && node.closest ? node.closest(".ref, .term[data-definition]") : null;
     }
 
     function hide() {

@@ -22,21 +22,60 @@ def test_build_writes_pages_with_clean_urls(site):
 
 
 def test_receipt_markup(site):
+    from site_src.receipt_html import source_from_href
+
     run(site)
     html = (site / "public/explainer/index.html").read_text()
-    match = re.search(r'<a class="ref" href="([^"]+)" id="(ref-\d+)" data-value="([^"]+)" '
-                      r'data-source="([^"]+)">([^<]+)</a>', html)
+    match = re.search(r'<a class="ref" href="([^"]+)" id="(ref-\d+)">([^<]+)</a>', html)
     assert match, "receipt element missing"
-    href, rid, raw, source, shown = match.groups()
-    assert href == "../source/data/golden.json.html#L5" and raw == "-0.170885" and source == "data/golden.json:5"
+    href, rid, shown = match.groups()
+    # the link names where the value was recorded, and the text is the raw value: neither is repeated
+    assert href == "../source/data/golden.json.html#L5" and source_from_href(href, False) == "data/golden.json:5"
     assert rid == "ref-1" and shown == "-0.170885"
-    # the tooltip is made by site.js from these attributes, not carried by the page
+    # the tooltip is made by site.js from the element, not carried by the page
     assert "role=\"tooltip\"" not in html and "Recorded at" not in html
     # formatted values keep the raw value
-    assert 'data-value="-0.170885" data-source="data/golden.json:5">\u22120.17</a>' in html
-    # a computed value names its expression
-    assert ('data-expr="where dimension == safety | count margin &lt; 0" data-source="data/rows.jsonl">'
-            in html)
+    assert re.search(r'href="\.\./source/data/golden\.json\.html#L5" id="ref-\d+" data-value="-0\.170885">\u22120\.17</a>',
+                     html)
+    # a computed value names its expression; its link names its file
+    computed = re.search(r'<a class="ref" href="([^"]+)" id="ref-\d+" '
+                         r'data-expr="where dimension == safety \| count margin &lt; 0">1</a>', html)
+    assert computed and source_from_href(computed.group(1), True) == "data/rows.jsonl"
+    # every linked receipt's link says its source, so none repeats it in data-source
+    assert "data-source=" not in html
+
+
+def test_a_receipt_carries_only_what_its_link_and_text_do_not_say():
+    """`data-source` only where the link cannot spell the source back as site.js reads it,
+    `data-value` only where the text shown is not the raw value (site_src/receipt_html.py)."""
+    from markupsafe import Markup
+
+    from site_src.paths import RepoFiles
+    from site_src.receipt_html import receipt_html, source_from_href
+    from site_src.receipts import Resolved
+    from site_src.stages.load import make_env
+    from site_src.urls import source_href
+
+    jinja = make_env(RepoFiles(REPO))
+
+    def one(value, source, line, href, text):
+        return str(receipt_html(jinja, Resolved(value, source, line, "x", href), text, "ref-7", "../../"))
+    plain = one(3, "data/a%b?.json", 4, source_href("data/a%b?.json", 4), "3")
+    assert plain == '<a class="ref" href="../../source/data/a%25b%3F.json.html#L4" id="ref-7">3</a>'
+    assert source_from_href("../../source/data/a%25b%3F.json.html#L4", False) == "data/a%b?.json:4"
+    assert 'data-value="0.25">0.250</a>' in one(0.25, "data/q.json", 2, source_href("data/q.json", 2), "0.250")
+    # a computed value linked to a line names its file alone; linked to the file, the same
+    assert "data-source" not in one(2, "data/r.jsonl", None, source_href("data/r.jsonl", 9), "2")
+    assert "data-source" not in one(2, "data/r.jsonl", None, source_href("data/r.jsonl"), "2")
+    # a raw file whose name ends in .html reads back as another file: the source is written out
+    assert 'data-source="data/t.html"' in one(2, "data/t.html", None, source_href("data/t.html"), "2")
+    # no link (a value read at an older commit): a span naming its source
+    assert one(2, "abc123:data/q.json", 2, "", "2") == \
+        '<span class="ref" tabindex="0" id="ref-7" data-source="abc123:data/q.json:2">2</span>'
+    # a text shown escaped is still the raw value; markup that reads otherwise keeps data-value
+    assert "data-value" not in one("a <b> c", "data/q.json", 2, source_href("data/q.json", 2), "a <b> c")
+    assert 'data-value="&lt;i&gt;x&lt;/i&gt;"' in one("<i>x</i>", "data/q.json", 2, source_href("data/q.json", 2),
+                                                         Markup("<i>x</i>"))
 
 
 def test_text_receipts_are_marked_apart_from_numbers():
@@ -52,8 +91,8 @@ def test_text_receipts_are_marked_apart_from_numbers():
                                 str(value), "ref-1", "../"))
     assert one(0.5).startswith('<a class="ref" href="../source/data/q.json.html#L2" id="ref-1"')
     assert one("a <quoted> label").startswith('<a class="ref ref-text" ')
-    assert 'data-value="a &lt;quoted&gt; label"' in one("a <quoted> label")
-    assert one(True).startswith('<a class="ref ref-text" ') and 'data-value="true"' in one(True)
+    assert one("a <quoted> label").endswith('id="ref-1">a &lt;quoted&gt; label</a>')   # text is its own raw value
+    assert one(True).startswith('<a class="ref ref-text" ') and 'data-value="true">True</a>' in one(True)
 
 
 def test_tables_give_each_cell_its_own_line(site):
@@ -61,8 +100,8 @@ def test_tables_give_each_cell_its_own_line(site):
     html = (site / "public/explainer/index.html").read_text()
     table = html[html.index('<table class="data"><caption>Rank correlation'):]
     table = table[: table.index("</table>")]
-    assert re.findall(r'data-source="([^"]+)"', table) == [
-        "data/golden.json:5", "data/golden.json:11", "data/golden.json:12", "data/golden.json:13"]
+    assert re.findall(r'<a class="ref" href="\.\./source/([^"]+)\.html#L(\d+)"', table) == [
+        ("data/golden.json", "5"), ("data/golden.json", "11"), ("data/golden.json", "12"), ("data/golden.json", "13")]
     assert '<th scope="row">helpfulness</th>\n<td class="num">' in table and "\u22120.306" in table
     grouped = html[html.index("<th scope=\"col\">mean margin</th>"):]
     rows = re.findall(r'<th scope="row">(\w+)</th>', grouped[: grouped.index("</table>")])
@@ -270,7 +309,7 @@ def test_study_page_header_and_bundle(site, monkeypatch):
     assert '<span class="chip trust trust-exploratory"><span class="chip-mark" aria-hidden="true" data-pagefind-ignore>▮▯▯</span> exploratory</span>' in html
     assert '<span class="chip claim claim-observational-vs-causal">observational vs causal</span>' in html
     assert '<a href="../../bundles/demo.zip">zip</a>' in html
-    assert 'data-source="bundles/demo/golden.json:3"' in html   # FILE resolved inside the bundle first
+    assert 'href="../../source/bundles/demo/golden.json.html#L3"' in html   # FILE resolved inside the bundle first
     assert calls == ["demo", "studies/demo/index.html"]
     assert (site / "public/bundles/demo.zip").read_bytes() == b"zip"
     home = (site / "public/index.html").read_text()

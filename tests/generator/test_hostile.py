@@ -169,7 +169,7 @@ def test_digit_string_key_resolves(site):
     _page(site, "\nLayer 0 {{ data/layers.json#by_layer/0 }}, list {{ data/layers.json#l/1 }}.\n")
     assert run(site) == 0
     html = _html(site)
-    assert 'data-source="data/layers.json:3">1.5</a>' in html and ">8</a>" in html
+    assert re.search(r'href="\.\./source/data/layers\.json\.html#L3" id="ref-\d+">1\.5</a>', html) and ">8</a>" in html
 
 
 def test_receipts_of_odd_file_names_are_url_encoded(site):

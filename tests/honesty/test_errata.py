@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -180,9 +181,9 @@ def test_page_shows_both_values_each_with_its_receipt(tmp_path):
     assert errors == []
     html = result.files["studies/tiny/index.html"].decode()
     assert '<s><a class="ref" href="../../source/bundles/tiny/CORRECTIONS.md.html#L4"' in html
-    assert 'data-source="bundles/tiny/CORRECTIONS.md:5">0.5</a>' in html
+    assert re.search(r'href="\.\./\.\./source/bundles/tiny/CORRECTIONS\.md\.html#L5" id="ref-\d+">0\.5</a>', html)
     table = html[html.index('id="corrections"'):]
-    assert "<del><a class=\"ref\"" in table and 'data-source="bundles/tiny/CORRECTIONS.md:4"' in table
+    assert "<del><a class=\"ref\"" in table and 'href="../../source/bundles/tiny/CORRECTIONS.md.html#L4"' in table
     assert '<a href="#corrections">1 published value corrected</a>' in html
 
 

@@ -87,7 +87,7 @@ def test_registration_pages_and_header(tmp_path):
     # exactly as prominent: the two pages differ only where their texts differ
     assert high.count("chip verdict") == low.count("chip verdict")
     assert high.replace("refuted", "X").count("<") == low.replace("confirmed", "X").count("<")
-    assert 'data-source="bundles/tiny/golden.json:' in high            # the verdict's receipt
+    assert 'class="ref" href="../../source/bundles/tiny/golden.json.html#L' in high   # the verdict's receipt
     assert 'href="../../studies/tiny/"' in high                        # a link to the study
     index = result.files["registrations/index.html"].decode()
     assert index.index("tiny-high") < index.index("tiny-low")          # by id, not by verdict

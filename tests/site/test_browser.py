@@ -193,11 +193,21 @@ def test_every_interactive_figure_comes_up_and_answers_its_controls(new_page, si
 
 # --- receipts -------------------------------------------------------------------------------
 
-# A receipt is a value's element carrying data-source (site_src/receipt_html.py): a link to its
-# fixture line. Its tooltip is one role=tooltip element that site.js fills and points the value's
-# aria-describedby at, on hover or keyboard focus.
-RECEIPT_JS = """(el) => !!(el && el.matches && el.matches('.ref[data-source]'))"""
+# A receipt is a value's element of class ref (site_src/receipt_html.py): a link to its fixture
+# line. Its tooltip is one role=tooltip element that site.js fills and points the value's
+# aria-describedby at, on hover or keyboard focus. The element names its source by that link
+# (data-source only where there is none to read it from) and its raw value by data-value, or by
+# its text when the two are the same; SOURCE_JS reads the link with the browser's own URL parser.
+RECEIPT = 'class="ref'
+RECEIPT_JS = """(el) => !!(el && el.matches && el.matches('.ref'))"""
+SOURCE_JS = """(el) => {
+    if (el.dataset.source !== undefined) return el.dataset.source;
+    const url = new URL(el.href), at = url.pathname.indexOf('/source/');
+    const file = decodeURIComponent(url.pathname.slice(at + '/source/'.length)).replace(/\\.html$/, '');
+    return el.dataset.expr === undefined && url.hash.startsWith('#L') ? file + ':' + url.hash.slice(2) : file;
+}"""
 TOOLTIP_PROBE = """(el) => {
+    const source = """ + SOURCE_JS + """;
     const id = el.getAttribute('aria-describedby');
     const tip = id ? document.getElementById(id) : null;
     if (!tip) return {text: '', visible: false, role: null};
@@ -208,22 +218,23 @@ TOOLTIP_PROBE = """(el) => {
                      && st.display !== 'none' && parseFloat(st.opacity) > 0.05,
             near: (Math.abs(r.bottom - v.top) < 2 || Math.abs(r.top - v.bottom) < 2)
                   && r.left >= 0 && r.right <= document.documentElement.clientWidth,
-            expected: (el.dataset.expr === undefined ? 'Recorded at ' + el.dataset.source
-                       : 'Computed from ' + el.dataset.source + ': ' + el.dataset.expr)
-                      + '. Raw value: ' + el.dataset.value};
+            expected: (el.dataset.expr === undefined ? 'Recorded at ' + source(el)
+                       : 'Computed from ' + source(el) + ': ' + el.dataset.expr)
+                      + '. Raw value: ' + (el.dataset.value === undefined ? el.textContent : el.dataset.value)};
 }"""
 
 
 def test_receipt_source_shows_on_hover_and_on_keyboard_focus(new_page, site_dir, kit):
-    pages = _pages_with(kit, site_dir, 'data-source="')
+    pages = _pages_with(kit, site_dir, RECEIPT)
     assert pages, "no page carries a receipt"
     path = next((p for p in pages if p.startswith("studies/")), pages[0])
     page, visit = new_page.open(path)
-    receipts = page.query_selector_all(".ref[data-source]")
+    receipts = page.query_selector_all(".ref")
     assert receipts, f"/{path}: no receipt"
-    unlinked = page.evaluate("""() => Array.from(document.querySelectorAll('.ref[data-source]'))
-        .filter(el => /:\\d+$/.test(el.dataset.source) && !(el.tagName === 'A' && /#L\\d+$/.test(el.href)))
-        .map(el => el.dataset.source)""")
+    unlinked = page.evaluate("""() => { const source = """ + SOURCE_JS + """;
+        return Array.from(document.querySelectorAll('.ref')).map(el => [el, source(el)])
+        .filter(([el, s]) => /:\\d+$/.test(s) && !(el.tagName === 'A' && /#L\\d+$/.test(el.href)))
+        .map(([el, s]) => s); }""")
     assert not unlinked, f"/{path}: receipts with a line that do not link to it: {unlinked[:5]}"
     first = receipts[0]
     first.scroll_into_view_if_needed()
@@ -271,7 +282,8 @@ def test_receipt_source_shows_on_hover_and_on_keyboard_focus(new_page, site_dir,
 # window's middle: where its tip sits, and which receipts it covers that a reader reaches after it
 # (later in the page, on the value's line or below it: the next number of a sentence, of a column).
 TIP_COVERS = """(step) => {
-    const refs = Array.from(document.querySelectorAll('.ref[data-source]')).filter(r => r.getClientRects().length);
+    const source = """ + SOURCE_JS + """;
+    const refs = Array.from(document.querySelectorAll('.ref')).filter(r => r.getClientRects().length);
     const out = [];
     for (let i = 0; i < refs.length; i += step) {
         const el = refs[i];
@@ -282,8 +294,11 @@ TIP_COVERS = """(step) => {
         const t = tip.getBoundingClientRect(), v = el.getClientRects()[0];
         const covered = refs.slice(i + 1).filter(r => Array.from(r.getClientRects()).some(q => q.top >= v.top - 1 &&
             q.left < t.right - 1 && q.right > t.left + 1 && q.top < t.bottom - 1 && q.bottom > t.top + 1));
+        const says = (el.dataset.expr === undefined ? 'Recorded at ' + source(el)
+                      : 'Computed from ' + source(el) + ': ' + el.dataset.expr)
+                     + '. Raw value: ' + (el.dataset.value === undefined ? el.textContent : el.dataset.value);
         out.push({i, shown: true, above: t.bottom <= v.top + 1, text: el.textContent,
-                  covers: covered.map(r => r.textContent).slice(0, 3)});
+                  covers: covered.map(r => r.textContent).slice(0, 3), tip: tip.textContent, says});
     }
     return out;
 }"""
@@ -293,31 +308,43 @@ def test_a_receipts_tip_never_hides_the_numbers_after_it(new_page, site_dir, kit
     """Pointed at or focused, a value's source shows over the value, where it covers what was read
     before it, never the next number (the next line of prose, the next row of a column)."""
     checked = 0
-    for path in [p for p in _pages_with(kit, site_dir, 'data-source="') if p.startswith("studies/")]:
+    for path in [p for p in _pages_with(kit, site_dir, RECEIPT) if p.startswith("studies/")]:
         page, visit = new_page.open(path)
-        count = page.locator(".ref[data-source]").count()
+        count = page.locator(".ref").count()
         found = page.evaluate(TIP_COVERS, max(1, count // 40))
         page.close()
         hidden = [f for f in found if not f["shown"]]
         assert not hidden, f"/{path}: focus showed no tip for receipts {hidden[:5]}"
         bad = [f for f in found if not f["above"] or f["covers"]]
         assert not bad, f"/{path}: tips below their value or over later numbers: {bad[:5]}"
+        wrong = [(f["tip"], f["says"]) for f in found if f["tip"] != f["says"]]
+        assert not wrong, f"/{path}: tips that do not say the value's source and raw value: {wrong[:3]}"
         assert not visit.console_errors, visit.console_errors
         checked += len(found)
     assert checked >= 40, checked
 
 
+def _source_of(page_url: str, receipt) -> str:
+    """Where a linked receipt says its value was recorded, read as SOURCE_JS reads it."""
+    if receipt.get_attribute("data-source") is not None:
+        return receipt.get_attribute("data-source")
+    where = urlsplit(urljoin(page_url, receipt.get_attribute("href")))
+    file = unquote(where.path[where.path.index("/source/") + len("/source/"):]).removesuffix(".html")
+    computed = receipt.get_attribute("data-expr") is not None
+    return f"{file}:{where.fragment[1:]}" if where.fragment.startswith("L") and not computed else file
+
+
 def test_receipt_is_a_working_link_without_script(browser, base_url, site_dir, kit):
     """With JavaScript off there is no tooltip, and the receipt is still the value's link to the
     line it was read from: following it opens that line of the fixture's view, highlighted."""
-    pages = _pages_with(kit, site_dir, 'data-source="')
+    pages = _pages_with(kit, site_dir, RECEIPT)
     path = next((p for p in pages if p.startswith("studies/")), pages[0])
     context = browser.new_context(java_script_enabled=False)
     try:
         page = context.new_page()
         page.goto(base_url + path, wait_until="load")
-        receipt = page.locator("a.ref[data-source]").first
-        source = receipt.get_attribute("data-source")
+        receipt = page.locator("a.ref").first
+        source = _source_of(page.url, receipt)
         assert re.search(r":\d+$", source), f"/{path}: the first receipt names no line ({source})"
         receipt.hover()
         assert page.locator("[role=tooltip]").count() == 0, "a tooltip without script"
