@@ -44,6 +44,9 @@ KINDS_COMPARED = ("attn", "mlp")
 
 # ---------------------------------------------------------------- patching
 MODES = ("mean", "zero", "swap")
+# Each response's output taken from a response of another pair (a study names the source of
+# every sequence); measured by the studies that ask for it, never by default.
+RESAMPLE = "resample"
 RANK_MODE = "mean"
 
 # ---------------------------------------------------------------- numbers
