@@ -71,6 +71,11 @@ class Definition:
         """The rows of one kind as the bundle writes them (every shard's, in shard order); here all."""
         return rows
 
+    def estimate(self, config, json_path=None) -> int | None:
+        """`measure plan --study`: print the study's own estimate and return the exit status, or
+        None when the study has none (the generic plan, from `--pairs`, applies)."""
+        return None
+
     def followup(self, plan, rows: dict[str, list[dict]]):
         """A second stage: given every first-stage row (by kind), the JSON-able payload that fixes
         its work (`Plan.stage`), or None (here: no second stage)."""
