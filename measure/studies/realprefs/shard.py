@@ -31,6 +31,7 @@ from measure.instruments.patching import check_finite, patch_sets, patch_sweep
 from measure.models.adapter import parse_component
 from measure.runner.jsonio import fixed
 from measure.runner.rows import _fields, _moves, _row, source_run
+from measure.studies.realprefs.grid import BLOCK_MODES, HEAD_MODES, null_directions, trained_blocks
 
 PLACES = contract.JSONL_PLACES
 Z_PLACES = 4          # off-distribution scores in the wide rows: their flag is a comparison with 1
@@ -54,8 +55,6 @@ def _z(value: float):
 def _setup(plan, stats, k: int):
     """The shard's pairs, batch, clean run, margins (P,), folds and null directions, with the
     adapter pointed at the shard's heads."""
-    from measure.studies.realprefs.study import null_directions
-
     adapter = plan.adapter
     pairs, seqs = plan.shard_input(k)
     rows = plan.shard_rows_index(k)
@@ -86,8 +85,6 @@ def first(plan, stats, k: int) -> dict[str, list[dict]]:
 
 
 def _first(plan, stats, k: int) -> dict[str, list[dict]]:
-    from measure.studies.realprefs.study import BLOCK_MODES, HEAD_MODES, trained_blocks
-
     adapter, pairs, rows, batch, run, margins, folds, R, null_margins = _setup(plan, stats, k)
     read, max_rows = plan.reads[0], plan.config.max_rows
     blocks, heads = block_names(adapter.n_layers), head_names(adapter.n_layers, adapter.n_heads)
@@ -212,8 +209,6 @@ def reduce(kind: str, rows: list[dict]) -> list[dict]:
 def _head_sums(rows: list[dict]) -> list[dict]:
     """heads_summary.jsonl: per objective and head (model order), over the objective's pairs:
     how many, the summed attribution, |effect| and |clean margin|, scored and flagged effects."""
-    from measure.studies.realprefs.study import HEAD_MODES
-
     out = []
     for objective in dict.fromkeys(r["dimension"] for r in rows):
         mine = [r for r in rows if r["dimension"] == objective]

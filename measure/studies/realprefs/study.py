@@ -43,74 +43,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 from pathlib import Path
-
-import torch
 
 from bundle_kit import localize
 
 from measure.errors import MeasureError
 from measure.runner.definition import Definition
 from measure.runner.reads import Read
-from measure.studies.realprefs import budget, model as realprefs
+from measure.studies.realprefs import budget, estimate, heldout, model as realprefs, shard, summary
 from measure.studies.realprefs.data import OBJECTIVES
+from measure.studies.realprefs.grid import (BLOCK_MODES, HEAD_MODES, INSTRUMENT_PAIRS, INSTRUMENT_RULE,
+                                            NULL_DIRECTIONS, NULL_SEED, RESAMPLE_RULE, instrument_draw,
+                                            null_directions, resample_sources)
 from measure.studies.realprefs.split import SPLIT_FILE
-
-STUDY = "realprefs"
-INSTRUMENT_PAIRS = 500
-INSTRUMENT_RULE = 'the N pairs of the objective with the smallest sha256("realprefs-instruments:" + pair_id)'
-BLOCK_MODES = ("mean", "resample", "swap")
-HEAD_MODES = ("mean",)
-NULL_DIRECTIONS = 100
-NULL_SEED = 30
-RESAMPLE_RULE = ('per objective, in plan order, each sequence\'s source drawn uniformly from the other '
-                 'instrument pairs\' sequences by random.Random(int.from_bytes(sha256('
-                 '"realprefs-resample:<seed>:<objective>").digest()[:8], "big")): src = randrange(2n - 2), '
-                 'then src + 2 if src >= 2q (q the pair\'s place)')
 
 # row kind -> bundle file, first stage then second (`files`)
 FIRST = {"attribution": localize.FILES["attribution"], "patching": localize.FILES["patching"],
          "blocks": localize.FILES["blocks"], "heads": localize.FILES["heads"], "null": localize.FILES["null"]}
 SECOND = {"curve": localize.FILES["curve"], "null_curve": localize.FILES["null_curve"]}
-
-
-def instrument_draw(pair_id: str) -> str:
-    """The hex digest that orders an objective's evaluation pairs for the instruments."""
-    return hashlib.sha256(f"realprefs-instruments:{pair_id}".encode("utf-8")).hexdigest()
-
-
-def null_directions(width: int, count: int = NULL_DIRECTIONS, seed: int = NULL_SEED) -> torch.Tensor:
-    """(count, width) float32 unit vectors: standard normal draws (float64) from a generator seeded
-    `seed`, each divided by its norm."""
-    g = torch.Generator().manual_seed(seed)
-    draws = torch.randn(count, width, generator=g, dtype=torch.float64)
-    return (draws / draws.norm(dim=-1, keepdim=True)).float()
-
-
-def resample_sources(pairs: list[dict], seed: int) -> torch.Tensor:
-    """(P, 2) long: the plan sequence (2 * pair + side) each pair's chosen and rejected reply takes
-    its output from in `resample` mode (RESAMPLE_RULE); refused for an objective of one pair."""
-    out = torch.empty(len(pairs), 2, dtype=torch.long)
-    for objective in dict.fromkeys(p["dimension"] for p in pairs):
-        mine = [i for i, p in enumerate(pairs) if p["dimension"] == objective]
-        n = len(mine)
-        if n < 2:
-            raise MeasureError(f"resample mode needs at least two pairs of {objective}; this plan has {n}")
-        digest = hashlib.sha256(f"realprefs-resample:{seed}:{objective}".encode()).digest()
-        rng = random.Random(int.from_bytes(digest[:8], "big"))
-        for q, i in enumerate(mine):
-            for side in (0, 1):
-                src = rng.randrange(2 * n - 2)
-                src += 2 if src >= 2 * q else 0
-                out[i, side] = 2 * mine[src // 2] + src % 2
-    return out
-
-
-def trained_blocks(n_layers: int) -> list[str]:
-    """The attention and MLP blocks of the trained top layers (`model.SETTINGS`)."""
-    top = realprefs.SETTINGS["trained_layers"]
-    return [f"{kind}_L{i}" for i in range(max(0, n_layers - top), n_layers) for kind in ("attn", "mlp")]
 
 
 class RealprefsStudy(Definition):
@@ -185,7 +135,6 @@ class RealprefsStudy(Definition):
         if report.is_file():
             doc = json.loads(report.read_text(encoding="utf-8"))
             trained = {k: doc.get(k) for k in ("delta_sha256", "model_sha256", "trunk_sha256")}
-        from measure.studies.realprefs import heldout
         null = null_directions(adapter.hidden)
         return {**trained, "baselines_sha256": heldout.baseline_identity(), "instrument_rule": INSTRUMENT_RULE, "resample_rule": RESAMPLE_RULE,
                 "null_directions": NULL_DIRECTIONS, "null_seed": NULL_SEED,
@@ -198,34 +147,28 @@ class RealprefsStudy(Definition):
 
     def measure(self, plan, stats, k: int) -> dict[str, list[dict]]:
         """Shard k's rows (`shard.first` or, in the second stage, `shard.second`)."""
-        from measure.studies.realprefs import shard
         return shard.first(plan, stats, k) if plan.payload is None else shard.second(plan, stats, k)
 
     def reduce(self, kind: str, rows: list[dict]) -> list[dict]:
         """The null's and the heads' per-shard sums added up per objective (and direction, head)."""
-        from measure.studies.realprefs import shard
         return shard.reduce(kind, rows)
 
     def followup(self, plan, rows: dict[str, list[dict]]):
         """{"orders": {objective: blocks by mean patch score, largest first, ties in model order}}."""
-        from measure.studies.realprefs import shard
         return shard.orders(rows)
 
     def estimate(self, config, json_path=None) -> int:
         """`measure plan --model realprefs --study realprefs` (`estimate.estimate_command`)."""
-        from measure.studies.realprefs.estimate import estimate_command
-        return estimate_command(config, json_path)
+        return estimate.estimate_command(config, json_path)
 
     def extra_files(self, plan) -> dict[str, str]:
         """`heldout_per_pair.jsonl` (every evaluation pair scored along every head, beside the
         baselines' margins) and `heads.json` (the heads' rows)."""
-        from measure.studies.realprefs import heldout
         return heldout.files(plan)
 
     def finish(self, plan, staging: Path, written, put) -> dict:
         """golden.json and README.md (`summary.summarise`)."""
-        from measure.studies.realprefs.summary import summarise
-        return summarise(plan, staging, put)
+        return summary.summarise(plan, staging, put)
 
 
 DEFINITION = RealprefsStudy()

@@ -28,6 +28,8 @@ from measure.instruments import offdist
 from measure.runner.jsonio import fixed, json_text
 from measure.runner.rows import attribution_gap
 from measure.runner.summary import BOOTSTRAP
+from measure.studies.realprefs.grid import STUDY, trained_blocks
+from measure.studies.realprefs.readme import bundle_readme
 from measure.studies.realprefs.shard import block_names, head_names
 
 DEFINITIONS = {
@@ -66,8 +68,6 @@ def summarise(plan, staging: Path, put) -> dict:
     """golden.json and README.md of the bundle staged in `staging` (written with `put`); returns
     golden.json's content."""
     from measure.runner.study import joined_rows
-    from measure.studies.realprefs.readme import bundle_readme
-    from measure.studies.realprefs.study import STUDY, trained_blocks
 
     adapter = plan.adapter
     blocks, heads = block_names(adapter.n_layers), head_names(adapter.n_layers, adapter.n_heads)
