@@ -24,6 +24,7 @@ import numpy as np
 from bundle_kit import localize, rankstats
 from bundle_kit.contract import GOLDEN, KINDS_COMPARED, README, TOLERANCE
 
+from measure.errors import MeasureError
 from measure.instruments import offdist
 from measure.runner.jsonio import fixed, json_text
 from measure.runner.rows import attribution_gap
@@ -73,6 +74,7 @@ def summarise(plan, staging: Path, put) -> dict:
     blocks, heads = block_names(adapter.n_layers), head_names(adapter.n_layers, adapter.n_heads)
     trained = trained_blocks(adapter.n_layers)
     files = localize.read(str(staging))
+    check_size(staging)
     answer = localize.headline(files, trained)
     objectives = list(answer["where"])
     head_rows = joined_rows(plan)["heads"]  # per pair, as the shards hold them
@@ -99,6 +101,20 @@ def summarise(plan, staging: Path, put) -> dict:
     put(GOLDEN, json_text(golden))
     put(README, bundle_readme(golden))
     return golden
+
+
+BUNDLE_LIMIT = 20_000_000  # bytes: the bundle folder's budget (issue 30), golden.json and README.md included
+SUMMARY_ROOM = 400_000     # what golden.json and README.md may take, beside the files already staged
+
+
+def check_size(staging: Path) -> None:
+    """Refuse a bundle over BUNDLE_LIMIT, in one line naming its largest file, before anything is
+    swapped in (the shards stay: a smaller bundle needs no measurement again)."""
+    sizes = {p.name: p.stat().st_size for p in Path(staging).iterdir() if p.is_file()}
+    if sum(sizes.values()) + SUMMARY_ROOM > BUNDLE_LIMIT:
+        largest = max(sizes, key=sizes.get)
+        raise MeasureError(f"{staging.name}: the bundle would be over {BUNDLE_LIMIT // 1_000_000} MB "
+                           f"({sum(sizes.values()):,} bytes before golden.json; largest {largest}, {sizes[largest]:,})")
 
 
 def counts(plan, files: dict, objectives: list[str], blocks: list[str], heads: list[str]) -> dict:
