@@ -263,13 +263,14 @@ def headline(files: dict, trained: list[str]) -> dict:
     heads = head_scores(files["heads"])
     names = list(dict.fromkeys(r["component"] for r in files["patching"]))
     head_names = list(dict.fromkeys(r["component"] for r in files["heads"]))
-    out: dict = {"accuracy": {}, "baselines": {}, "test": {}, "where": {}, "agreement": {}, "components": {},
-                 "null": {}}
+    out: dict = {"accuracy": {}, "baselines": {}, "gain": {}, "test": {}, "where": {}, "agreement": {},
+                 "components": {}, "null": {}}
     for o in objectives:
         held = [r for r in files["heldout"] if r["dimension"] == o]
         out["accuracy"][o] = accuracy(held)
         out["baselines"][o] = {b: accuracy(held, f"margin_{b}") for b in BASELINES}
         best = max(BASELINES, key=lambda b: (round(out["baselines"][o][b], 12), -BASELINES.index(b)))
+        out["gain"][o] = out["accuracy"][o] - out["baselines"][o][best]
         out["test"][o] = test(held, best)
         mine = {c: blocks[o][c] for c in names}
         answer = where(o, files, mine, heads[o], trained)

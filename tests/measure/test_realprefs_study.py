@@ -33,7 +33,8 @@ PLAN_KEYS = ("counts/eval_pairs/<o>", "counts/instrument_pairs/<o>", "accuracy/<
              "test/<o>/p", "test/<o>/rejected", "test/rejected_count", "where/<o>/trained_layers_removed",
              "where/<o>/k80", "where/<o>/trained_layers_share", "agreement/<o>/rho", "agreement/<o>/auc_heads",
              "agreement/mean_rho", "agreement/mean_auc_heads", "attribution_sum_gap", "relation/head_cosine",
-             "relation/helpfulness_head_on_harmlessness", "relation/top_block_jaccard", "relation/both_learned")
+             "relation/helpfulness_head_on_harmlessness", "relation/top_block_jaccard", "relation/both_learned",
+             "gain/<o>", "relation/both_above_chance")
 
 
 def make_tiny(folder: Path) -> Path:

@@ -29,6 +29,7 @@ from measure.instruments import offdist
 from measure.runner.jsonio import fixed, json_text
 from measure.runner.rows import attribution_gap
 from measure.runner.summary import BOOTSTRAP
+from measure.studies.realprefs.baselines import group_bootstrap
 from measure.studies.realprefs.grid import STUDY, trained_blocks
 from measure.studies.realprefs.readme import bundle_readme
 from measure.studies.realprefs.shard import block_names, head_names
@@ -78,6 +79,9 @@ def summarise(plan, staging: Path, put) -> dict:
     answer = localize.headline(files, trained)
     objectives = list(answer["where"])
     head_rows = joined_rows(plan)["heads"]  # per pair, as the shards hold them
+    accuracy = {o: accuracy_intervals(o, files, answer) for o in objectives}
+    answer["relation"]["both_above_chance"] = int(all(
+        accuracy[o]["accuracy"][0] > 0.5 for o in ("helpfulness", "harmlessness") if o in accuracy))
     golden = {
         "study": STUDY, "model": adapter.model_id, "rank_mode": localize.MODE, "patch_score": "ratio_of_means",
         "tolerance": TOLERANCE,
@@ -89,7 +93,8 @@ def summarise(plan, staging: Path, put) -> dict:
         "structure": {"blocks": blocks, "heads": heads, "trained_blocks": trained, "target": localize.TARGET,
                       "top_blocks": localize.TOP_BLOCKS, "top_heads": localize.TOP_HEADS},
         **answer,
-        "intervals": {o: intervals(o, files, head_rows, answer, blocks, trained) for o in objectives},
+        "intervals": {o: {**accuracy[o], **intervals(o, files, head_rows, answer, blocks, trained)}
+                      for o in objectives},
         "offdist": offdist_counts(files, blocks),
         "attribution_sum_gap": attribution_gap(files["attribution"]),
         "null_attribution_sum_gap": null_gap(files["null"]),
@@ -131,6 +136,20 @@ def counts(plan, files: dict, objectives: list[str], blocks: list[str], heads: l
         "heads_summary_rows": len(files["heads"]), "null_rows": len(files["null"]),
         "null_curve_rows": len(files["null_curve"]), "heldout_rows": len(files["heldout"]),
     }
+
+
+def accuracy_intervals(objective: str, files: dict, answer: dict) -> dict:
+    """95 % intervals of the objective's accuracy, of each baseline's and of the gain over the best
+    baseline, over resamples of its evaluation groups: `baselines.group_bootstrap`, the resampling
+    (and seed) `data/realprefs/baselines.json` states its baselines' intervals with."""
+    held = [r for r in files["heldout"] if r["dimension"] == objective]
+    groups = [r["seed_id"] for r in held]
+    model = np.array([localize.score_of(r["margin"]) for r in held])
+    base = {b: np.array([localize.score_of(r[f"margin_{b}"]) for r in held]) for b in localize.BASELINES}
+    best = answer["test"][objective]["best"]
+    return {"accuracy": list(group_bootstrap(model, groups)),
+            "baselines": {b: list(group_bootstrap(v, groups)) for b, v in base.items()},
+            "gain": list(group_bootstrap(model - base[best], groups))}
 
 
 def intervals(objective: str, files: dict, head_rows: list[dict], answer: dict, blocks: list[str],
