@@ -24,7 +24,7 @@ CORRECTIONS = "CORRECTIONS.md"
 
 REQUIRED_FILES = (README, ATTRIBUTION, GOLDEN, PATCHING)
 # Copied from bundle_kit/ into every zip at build time.
-KIT_FILES = ("contract.py", "keyrecovery.py", "rankstats.py", "record.py", "reproduce.py")
+KIT_FILES = ("contract.py", "keyrecovery.py", "localize.py", "rankstats.py", "record.py", "reproduce.py")
 
 # ---------------------------------------------------------------- rows
 ROW_HEAD = ("model", "dimension", "pair_id", "seed_id")
@@ -44,6 +44,9 @@ KINDS_COMPARED = ("attn", "mlp")
 
 # ---------------------------------------------------------------- patching
 MODES = ("mean", "zero", "swap")
+# Each response's output taken from a response of another pair (a study names the source of
+# every sequence); measured by the studies that ask for it, never by default.
+RESAMPLE = "resample"
 RANK_MODE = "mean"
 
 # ---------------------------------------------------------------- numbers

@@ -313,7 +313,47 @@ def check(folder: str) -> tuple[list[str], bool]:
     if isinstance(golden.data.get("key_recovery"), dict) and "methods" in golden.data["key_recovery"]:
         more, more_ok = _key_recovery(folder, golden, attribution, patching, tolerance)
         lines, ok = lines + [""] + more, ok and more_ok
+    if isinstance(golden.data.get("where"), dict) and isinstance(golden.data.get("null"), dict):
+        more, more_ok = _localization(folder, golden, tolerance)
+        lines, ok = lines + [""] + more, ok and more_ok
     return lines, ok
+
+
+LOCALIZATION = ("accuracy", "baselines", "test", "where", "agreement", "relation", "components", "null")
+
+
+def _localization(folder: str, golden: Golden, tolerance: float):
+    """A localization study's point estimates (localize.py): accuracy, the test, where each
+    objective lives, agreement, the relation between objectives, the components, the null."""
+    try:
+        import localize  # noqa: E402  (ships beside this file)
+    except ImportError:
+        raise FixtureError("localize.py", None, "missing; it ships beside reproduce.py in the bundle zip") from None
+    for key in localize.FILES.values():
+        if not os.path.isfile(os.path.join(folder, key)):
+            raise FixtureError(key, None, "missing; a localization bundle holds it")
+    try:
+        files = localize.read(folder)
+    except (OSError, ValueError) as exc:
+        raise FixtureError(localize.WEIGHTS, None, f"cannot read it ({exc})") from None
+    trained = golden.get("structure", kind="object").get("trained_blocks")
+    if not (isinstance(trained, list) and all(isinstance(c, str) for c in trained)):
+        raise FixtureError(GOLDEN, golden.line("structure", "trained_blocks"), "structure/trained_blocks is not a list of names")
+    try:
+        recomputed = localize.headline(files, trained)
+    except (KeyError, IndexError, TypeError, ZeroDivisionError) as exc:
+        raise FixtureError(GOLDEN, None, f"the localization files do not fit together ({type(exc).__name__}: {exc})") from None
+    comparisons = []
+    for section in LOCALIZATION:
+        comparisons += localize.compare(golden.data.get(section), recomputed[section], (section,))
+    worst = max(comparisons)
+    lines = [f"localization: {len(comparisons)} values recomputed from the rows (localize.py)",
+             f"  per objective: k80 " + ", ".join(f"{o} {w['k80']}" for o, w in recomputed["where"].items()),
+             f"  largest disagreement {_amount(worst[0])} ({worst[1]})"]
+    for diff, label in comparisons:
+        if not diff <= tolerance:
+            lines.append(f"{golden.where(*label.split('/'))}: {label} disagrees by {_amount(diff)}")
+    return lines, all(diff <= tolerance for diff, _label in comparisons)
 
 
 def _key_recovery(folder: str, golden: Golden, attribution: list, patching: list, tolerance: float):

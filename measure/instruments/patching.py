@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bundle_kit.contract import MODES
+from bundle_kit.contract import MODES, RESAMPLE
 
 from measure.instruments import offdist
 
@@ -18,6 +18,10 @@ from measure.models.cache import ActivationCache, head_slice
 from measure.models.families import pooled_mean
 from measure.models.packed import Packing
 from measure.errors import MeasureError
+
+# Every mode `replacement` knows: the contract's three, `resample` (a study gives each sequence a
+# source sequence from another pair) and `clean` (a self-check).
+KNOWN_MODES = MODES + (RESAMPLE, "clean")
 
 
 @dataclass
@@ -115,11 +119,14 @@ def read_points(batch: Batch, tensor: torch.Tensor) -> dict[str, torch.Tensor]:
 
 
 def replacement(batch: Batch, clean: torch.Tensor, mode: str, mean: torch.Tensor | None,
-                sl: slice | None = None) -> torch.Tensor:
+                sl: slice | None = None, source: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """The patched version of one output tensor (B, T, n); `sl` restricts the patch to a slice of
-    the last dimension (a head's part of its layer's heads), and `mean` is the mean of that part."""
+    the last dimension (a head's part of its layer's heads), and `mean` is the mean of that part.
+    `source` (resample mode): the same output on each row's source sequence, (B, T', n), and
+    those sequences' scoring positions (B,); row b takes the value of its own source."""
     sl = sl if sl is not None else slice(None)
     out = clean.clone()
+    rows = torch.arange(clean.shape[0], device=clean.device)
     if mode == "zero":
         out[..., sl] = 0
     elif mode == "mean":
@@ -127,20 +134,33 @@ def replacement(batch: Batch, clean: torch.Tensor, mode: str, mean: torch.Tensor
     elif mode == "swap" and batch.read == "pooled":
         # on the pooled position: shift the output at every real position by the difference of
         # its pooled means, so its pooled value becomes the partner's (token variation kept)
-        rows = torch.arange(clean.shape[0], device=clean.device)
         own = pooled_mean(clean[..., sl], batch.score_idx)
-        width = clean.shape[1]
-        real = (torch.arange(width, device=clean.device)[None, :] <= batch.score_idx[:, None]).to(clean.dtype)
-        out[..., sl] = clean[..., sl] + real.unsqueeze(-1) * (own[rows ^ 1] - own).unsqueeze(1)
+        out[..., sl] = _shifted(batch, clean[..., sl], own, own[rows ^ 1])
     elif mode == "swap":
-        rows = torch.arange(clean.shape[0], device=clean.device)
         at = clean[rows, batch.score_idx]
         out[rows, batch.score_idx, sl] = at[rows ^ 1][:, sl]
+    elif mode == RESAMPLE:
+        if source is None:
+            raise MeasureError("resample mode needs each sequence's source output (a study's resample sources)")
+        values, where = source
+        if batch.read == "pooled":  # as swap, with the source's pooled value in place of the partner's
+            own = pooled_mean(clean[..., sl], batch.score_idx)
+            out[..., sl] = _shifted(batch, clean[..., sl], own, pooled_mean(values[..., sl], where).to(clean.dtype))
+        else:
+            out[rows, batch.score_idx, sl] = values[rows, where][:, sl].to(clean.dtype)
     elif mode == "clean":  # patching with its own clean output; a self-check
         pass
     else:
-        raise MeasureError(f"unknown patching mode {mode!r}; use one of {', '.join(MODES)}")
+        raise MeasureError(f"unknown patching mode {mode!r}; use one of {', '.join(KNOWN_MODES)}")
     return out
+
+
+def _shifted(batch: Batch, part: torch.Tensor, own: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """`part` (B, T, n) shifted at every real position by `target - own` ((B, n) pooled values),
+    so its pooled value becomes `target`."""
+    width = part.shape[1]
+    real = (torch.arange(width, device=part.device)[None, :] <= batch.score_idx[:, None]).to(part.dtype)
+    return part + real.unsqueeze(-1) * (target - own).unsqueeze(1)
 
 
 def _offdist(batch: Batch, patched: torch.Tensor, name: str, stats: ActivationStats | None,
@@ -167,10 +187,15 @@ def _margins(rewards: torch.Tensor) -> torch.Tensor:
 
 def patch_sweep(adapter: Adapter, batch: Batch, run: ActivationCache, stats: ActivationStats | None,
                 components: list[str], modes=MODES, max_rows: int = 512,
-                counter: dict | None = None, folds: torch.Tensor | None = None
-                ) -> dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor]]:
+                counter: dict | None = None, folds: torch.Tensor | None = None,
+                source: ActivationCache | None = None, readout: bool = False
+                ) -> dict[tuple[str, str], tuple[torch.Tensor, ...]]:
     """{(component, mode): (patched margins (P,), off-distribution score (P,))}; `folds` (P,)
     gives each pair's cross-fit fold (`stats.folds` of its seed), without it the score is NaN.
+    `source`: the clean run of every row's source sequence (row b of it is row b's), for the
+    `resample` mode. With `readout`, each value also holds the patched read-outs (B, d), the
+    vectors the reward head reads (`Adapter.readout_at`), so the same passes can be read along
+    other directions.
 
     Resumes every patched run from the cached input of the patched layer, and batches the
     variants that resume from the same point (all of one layer's attention-side patches, all of
@@ -193,15 +218,98 @@ def patch_sweep(adapter: Adapter, batch: Batch, run: ActivationCache, stats: Act
                 chunk = variants[start:start + per_chunk]
                 resids, offs = [], []
                 for name, mode in chunk:
-                    resid, off = _patched_stream(adapter, batch, run, stats, name, mode, folds)
+                    resid, off = _patched_stream(adapter, batch, run, stats, name, mode, folds, source)
                     resids.append(resid)
                     offs.append(off)
                 final = adapter.continue_from(torch.cat(resids), layer, side, ctx, counter)
                 rewards = adapter.reward_at(final, batch.score_idx.repeat(len(chunk)))
                 margins = _margins(rewards.reshape(len(chunk), B))
+                outs = (adapter.readout_at(final, batch.score_idx.repeat(len(chunk))).reshape(len(chunk), B, -1)
+                        if readout else None)
                 for k, (name, mode) in enumerate(chunk):
-                    results[(name, mode)] = (margins[k], offs[k])
+                    results[(name, mode)] = (margins[k], offs[k]) + ((outs[k],) if readout else ())
     return results
+
+
+def patch_sets(adapter: Adapter, batch: Batch, run: ActivationCache, stats: ActivationStats | None,
+               sets: list[list[str]], mode: str = "mean", max_rows: int = 512,
+               source: ActivationCache | None = None, readout: bool = False,
+               counter: dict | None = None) -> list[tuple[torch.Tensor, ...]]:
+    """Each set of components patched together, every member at once in `mode`: one (patched
+    margins (P,),) per set, in order, with the read-outs (B, d) as a second value when `readout`.
+
+    A set's pass starts from the cached stream entering its lowest member's sublayer and runs the
+    model up from there, each member's output replaced where it is computed (a head within its
+    layer's heads; a block's patch holds over its heads'). Sets that start at the same sublayer
+    go through as one batch, in chunks of at most `max_rows` sequences. `swap` is refused: in a
+    joint patch a member's partner value would itself be patched upstream, so the mode would
+    mean something else than for one component."""
+    if mode == "swap":
+        raise MeasureError("patch_sets: swap mode is not defined for components patched together")
+    family, L, B = adapter.family, adapter.n_layers, batch.ids.shape[0]
+    ctx = adapter.context(batch.ids.shape[1], batch.lengths)
+    starts: dict[tuple[int, int], list[int]] = {}
+    members = []
+    for s, names in enumerate(sets):
+        parsed = [parse_component(c) for c in names]
+        if not parsed or any(kind not in ("attn", "mlp", "head") for kind, _i, _h in parsed):
+            raise MeasureError(f"set {names!r}: every member must be an attn or mlp block or a head")
+        members.append(set(names))
+        starts.setdefault(min((i, 1 if kind == "mlp" else 0) for kind, i, _h in parsed), []).append(s)
+    results: list = [None] * len(sets)
+    per_chunk = max(1, max_rows // B)
+    with torch.no_grad():
+        for (first, side), indices in sorted(starts.items()):
+            for at in range(0, len(indices), per_chunk):
+                chunk = indices[at:at + per_chunk]
+                final = _joint_pass(adapter, batch, run, stats, [members[s] for s in chunk], mode,
+                                    first, side, ctx, source, counter)
+                where = batch.score_idx.repeat(len(chunk))
+                margins = _margins(adapter.reward_at(final, where).reshape(len(chunk), B))
+                outs = adapter.readout_at(final, where).reshape(len(chunk), B, -1) if readout else None
+                for k, s in enumerate(chunk):
+                    results[s] = (margins[k],) + ((outs[k],) if readout else ())
+    return results
+
+
+def _joint_pass(adapter, batch, run, stats, chunk: list[set], mode, first: int, side: int, ctx, source, counter):
+    """The final stream (V * B, T, d) of V sets patched together, from the sublayer (`first`,
+    `side`: 0 attention, 1 MLP) where each of them starts."""
+    family, B = adapter.family, batch.ids.shape[0]
+    V = len(chunk)
+    tile = lambda t: t.repeat(V, *([1] * (t.dim() - 1)))  # noqa: E731  (variant-major, as the sweep stacks)
+
+    def patched(part, name, sl, src):
+        return replacement(batch, part, mode, stats.mean[name] if stats else None, sl, src)
+
+    stream = tile(run.resid_pre[first] if side == 0 else run.resid_mid[first])
+    for i in range(first, adapter.n_layers):
+        if not (i == first and side == 1):
+            attn, heads = (tile(run.attn[i]), tile(run.heads[i])) if i == first else family.attn(i, stream, ctx)
+            parts = []
+            for v, names in enumerate(chunk):
+                a, z = attn[v * B:(v + 1) * B], heads[v * B:(v + 1) * B]
+                mine = [n for n in names if n.startswith(f"head_L{i}_H")]
+                for name in mine:
+                    sl = head_slice(parse_component(name)[2], adapter.head_dim)
+                    z = patched(z, name, sl, (source.heads[i], source.batch.score_idx) if source else None)
+                if mine:
+                    a = family.attn_from_heads(i, z)
+                if f"attn_L{i}" in names:
+                    a = patched(a, f"attn_L{i}", None, (source.attn[i], source.batch.score_idx) if source else None)
+                parts.append(a)
+            stream = family.join(i, "attn", stream, torch.cat(parts))
+            count_layer_evals(counter, stream.shape[0], 0.5)
+        out = tile(run.mlp[i]) if (i == first and side == 1) else family.mlp(i, stream)
+        parts = []
+        for v, names in enumerate(chunk):
+            m = out[v * B:(v + 1) * B]
+            if f"mlp_L{i}" in names:
+                m = patched(m, f"mlp_L{i}", None, (source.mlp[i], source.batch.score_idx) if source else None)
+            parts.append(m)
+        stream = family.join(i, "mlp", stream, torch.cat(parts))
+        count_layer_evals(counter, stream.shape[0], 0.5)
+    return stream
 
 
 def patch_ladder(adapter: Adapter, batch: Batch, run: ActivationCache | None, stats: ActivationStats | None,
@@ -342,22 +450,26 @@ class _Ladder:
             self.counter["token_layers"] = self.counter.get("token_layers", 0) + tokens * 0.5
 
 
-def _patched_stream(adapter, batch, run, stats, name, mode, folds=None):
-    """The residual stream right after the patched sublayer, and the off-distribution score."""
+def _patched_stream(adapter, batch, run, stats, name, mode, folds=None, source=None):
+    """The residual stream right after the patched sublayer, and the off-distribution score.
+    `source`: the clean run of each row's source sequence (resample mode)."""
     kind, i, head = parse_component(name)
     if kind == "mlp":
         mean = stats.mean[name] if stats else None
-        patched = replacement(batch, run.mlp[i], mode, mean)
+        src = (source.mlp[i], source.batch.score_idx) if source is not None else None
+        patched = replacement(batch, run.mlp[i], mode, mean, None, src)
         off = _offdist(batch, patched, name, stats, None, folds)
         return adapter.family.join(i, "mlp", run.resid_mid[i], patched), off
     if kind == "attn":
         mean = stats.mean[name] if stats else None
-        patched = replacement(batch, run.attn[i], mode, mean)
+        src = (source.attn[i], source.batch.score_idx) if source is not None else None
+        patched = replacement(batch, run.attn[i], mode, mean, None, src)
         off = _offdist(batch, patched, name, stats, None, folds)
         return adapter.family.join(i, "attn", run.resid_pre[i], patched), off
     sl = head_slice(head, adapter.head_dim)
     mean = stats.mean[name] if stats else None
-    heads = replacement(batch, run.heads[i], mode, mean, sl)
+    src = (source.heads[i], source.batch.score_idx) if source is not None else None
+    heads = replacement(batch, run.heads[i], mode, mean, sl, src)
     off = _offdist(batch, heads, name, stats, sl, folds)
     return adapter.family.join(i, "attn", run.resid_pre[i], adapter.family.attn_from_heads(i, heads)), off
 

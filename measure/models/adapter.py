@@ -217,6 +217,12 @@ class Adapter:
         token, or the mean over its real tokens for a pooled family)."""
         return self.reward_of(self.family.read_out(resid, score_idx))
 
+    def readout_at(self, resid: torch.Tensor, score_idx: torch.Tensor) -> torch.Tensor:
+        """(B, T, d), (B,) -> (B, d) float32: what the reward head reads, after the final norm if
+        the family has one; its product with a direction, plus the bias, is the reward along it."""
+        x = self.family.read_out(resid, score_idx)
+        return (self.final_norm(x) if self.final_norm is not None else x).float()
+
     def continue_from(self, resid: torch.Tensor, layer: int, after: str, ctx,
                       counter: dict | None = None) -> torch.Tensor:
         """Finish the forward pass from the residual stream right after `after` ('attn' or

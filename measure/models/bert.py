@@ -155,23 +155,51 @@ class BertFamily:
         real = (torch.arange(width, device=batch.ids.device)[None, :]
                 <= batch.score_idx[:, None]).float()
         F = real.unsqueeze(-1) * dirs.unsqueeze(1) / real.sum(1)[:, None, None]    # on h_{L-1}
-        dot = lambda Fn, t: (Fn * t.float()).sum((1, 2))  # noqa: E731
-        out = {"bias": bias.clone().double()}
+        out = self._pulled_back(cache, F, bias.clone().double())
+        return {k: out[k] for k in adapter.components() + ["bias"]}
+
+    def decompose_along(self, cache, directions: torch.Tensor, chunk: int = 16) -> dict[str, torch.Tensor]:
+        """{component: (K, B)}: `decompose` along each of K directions (K, d) shared by every row,
+        bias 0 (a direction's own: the LayerNorm biases' share, no head bias); the clean run's
+        head writes are computed once for all K, which are taken `chunk` at a time."""
+        adapter, batch = cache.adapter, cache.batch
+        B, width = batch.ids.shape
+        real = (torch.arange(width, device=batch.ids.device)[None, :]
+                <= batch.score_idx[:, None]).float()
+        pool = real.unsqueeze(-1) / real.sum(1)[:, None, None]                      # (B, T, 1)
+        writes = [self.head_writes(i, cache.heads[i]) for i in range(self.n_layers)]
+        parts = []
+        for at in range(0, directions.shape[0], chunk):
+            dirs = directions[at:at + chunk].to(pool.device).float()                  # (k, d)
+            F = pool.unsqueeze(0) * dirs[:, None, None, :]                             # (k, B, T, d)
+            parts.append(self._pulled_back(cache, F, torch.zeros(F.shape[:2], dtype=torch.float64,
+                                                                 device=F.device), writes))
+        return {k: torch.cat([p[k] for p in parts]) for k in adapter.components() + ["bias"]}
+
+    def _pulled_back(self, cache, F: torch.Tensor, bias: torch.Tensor, writes=None) -> dict[str, torch.Tensor]:
+        """The decomposition of the functional F (..., B, T, d) on the last layer's output, pulled
+        back through every layer; each value (..., B). `writes`: each layer's head writes, if
+        already computed."""
+        dot = lambda Fn, t: (Fn * t.float()).sum((-2, -1))  # noqa: E731
+        out = {"bias": bias}
         with torch.no_grad():
             for i in reversed(range(self.n_layers)):
                 layer = self.layers[i]
                 ln1, ln2 = layer.attention.output.LayerNorm, layer.output.LayerNorm
-                out["bias"] += (F.sum(1) @ ln2.bias.float()).double()
+                out["bias"] += (F.sum(-2) @ ln2.bias.float()).double()
                 G2 = self._pull_back(F, cache.resid_mid[i] + cache.mlp[i], ln2)
                 out[f"mlp_L{i}"] = dot(G2, cache.mlp[i])
-                out["bias"] += (G2.sum(1) @ ln1.bias.float()).double()
+                out["bias"] += (G2.sum(-2) @ ln1.bias.float()).double()
                 G1 = self._pull_back(G2, cache.resid_pre[i] + cache.attn[i], ln1)
                 out[f"attn_L{i}"] = dot(G1, cache.attn[i])
-                writes = self.head_writes(i, cache.heads[i])                     # (B, T, H, d)
-                per_head = (writes * G1.unsqueeze(2)).sum((1, 3))                # (B, H)
+                head = writes[i] if writes is not None else self.head_writes(i, cache.heads[i])  # (B, T, H, d)
+                if G1.dim() == 3:
+                    per_head = (head * G1.unsqueeze(2)).sum((1, 3))                          # (B, H)
+                else:  # K directions at once: a contraction, not a (K, B, T, H, d) product
+                    per_head = torch.einsum("bthd,kbtd->kbh", head, G1)                      # (K, B, H)
                 for j in range(self.n_heads):
-                    out[f"head_L{i}_H{j}"] = per_head[:, j]
+                    out[f"head_L{i}_H{j}"] = per_head[..., j]
                 F = G1
             out["embed"] = dot(F, cache.embed)
         out["bias"] = out["bias"].float()
-        return {k: out[k] for k in adapter.components() + ["bias"]}
+        return out

@@ -88,6 +88,25 @@ class ActivationCache:
         out["bias"] = adapter.directions(self.batch.ids.shape[0])[1].float()
         return out
 
+    def attribution_along(self, directions: torch.Tensor) -> dict[str, torch.Tensor]:
+        """{component: (K, B)}: `attribution()` along each of K directions (K, d) shared by every
+        row, with bias 0 of their own (what a direction's `bias` row holds is only what the
+        model's norms add). A post-norm family pulls all K back at once
+        (`decompose_along`); otherwise one direction at a time."""
+        adapter = self.adapter
+        if hasattr(adapter.family, "decompose_along"):
+            return adapter.family.decompose_along(self, directions)
+        saved = adapter._row_dirs
+        rows = self.batch.ids.shape[0]
+        per = []
+        try:
+            for k in range(directions.shape[0]):
+                adapter.set_directions(directions[k].expand(rows, -1), torch.zeros(rows))
+                per.append(self.attribution())
+        finally:
+            adapter._row_dirs = saved
+        return {name: torch.stack([p[name] for p in per]) for name in per[0]}
+
     def lens(self) -> torch.Tensor:
         """(L, B): the reward read from the stream after each layer (the real final norm)."""
         return torch.stack([self.adapter.reward_at(r, self.batch.score_idx) for r in self.resid_post])

@@ -19,7 +19,7 @@ from safe_io import replace_dir, staging_dir, write_atomic
 from measure.runner.config import Hooks
 from measure.runner.jsonio import json_text, jsonl_text, read_jsonl
 from measure.runner.outfolder import check_replaceable
-from measure.runner.study import Plan, shown, versions
+from measure.runner.study import Plan, joined_rows, shown, versions
 
 # The files a run writes whatever its reads: every `*_per_pair.jsonl` is a run's too, so an old
 # bundle's rows of a read this run does not make are never carried over; anything else is.
@@ -28,12 +28,11 @@ ROWS_SUFFIX = "_per_pair.jsonl"
 
 
 def _rows(plan: Plan) -> dict[str, list[dict]]:
-    files = {name: [] for name in plan.files}
-    for k in range(len(plan.shards)):
-        data = json.loads(plan.shard_path(k).read_text(encoding="utf-8"))
-        for name in plan.files:
-            files[name].extend(data[name])
-    return files
+    """Every stage's rows by kind, each kind reduced as the study writes it."""
+    rows = joined_rows(plan)
+    if plan.followup is not None:
+        rows.update(joined_rows(plan.followup))
+    return {name: plan.definition.reduce(name, kept) for name, kept in rows.items()}
 
 
 def _carry_over(old, staging) -> None:
@@ -63,10 +62,10 @@ def write_bundle(plan: Plan, counts: dict[str, int], hooks: Hooks | None = None)
         hooks.file_staged(name)
 
     rows = _rows(plan)
-    for name, filename in plan.files.items():
+    for name, filename in plan.all_files.items():
         put(filename, jsonl_text(rows[name]))
     put(contract.PAIRS, plan.pairs_text)
-    written = {name: read_jsonl(staging / filename) for name, filename in plan.files.items()}
+    written = {name: read_jsonl(staging / filename) for name, filename in plan.all_files.items()}
     if plan.key is not None:
         put(contract.KEY, json_text(plan.key))
     for name, text in plan.definition.extra_files(plan).items():

@@ -332,7 +332,13 @@ def add_arguments(parser) -> None:
     """The options of `python -m measure plan`, each checked as it is parsed (`measure.options`)."""
     parser.add_argument("--model", required=True,
                         help="'organism', a config.json, a model folder, or a cached hub id")
-    parser.add_argument("--pairs", type=options.count, required=True, help="preference pairs in the study")
+    parser.add_argument("--pairs", type=options.count, default=None,
+                        help="preference pairs in the study (not with --study, whose definition knows its pairs)")
+    parser.add_argument("--study", type=options.study_name, default=None,
+                        help="a study with its own estimate (its definition's pairs, shards and grid; one "
+                             "shard of it timed on this machine), e.g. realprefs")
+    parser.add_argument("--max-pairs", type=options.count, default=None,
+                        help="with --study: at most this many pairs per dimension (default: the study's)")
     parser.add_argument("--gpus", type=options.whole, default=0, help="GPUs (0: plan for this machine's CPU)")
     parser.add_argument("--dtype", default="bfloat16", choices=sorted(DTYPE_BYTES))
     parser.add_argument("--seq-len", type=options.count, default=256, help="padded tokens per sequence (assumed)")
@@ -349,6 +355,18 @@ def add_arguments(parser) -> None:
 
 def run_from_args(args) -> int:
     """`python -m measure plan`: print the plan (and write it as JSON with --json); exit status."""
+    if args.study is not None:
+        from measure.runner.config import StudyConfig
+        from measure.runner.definition import definition_for
+
+        status = definition_for(args.study).estimate(StudyConfig(
+            model=args.model, study=args.study, max_pairs=args.max_pairs, shard_size=args.shard_size,
+            max_rows=args.max_rows, threads=args.threads, progress=False), args.json)
+        if status is None:
+            raise MeasureError(f"--study {args.study}: has no estimate of its own; give --pairs instead")
+        return status
+    if args.pairs is None:
+        raise MeasureError("plan: give --pairs (the study's pair count) or --study (a study with its own estimate)")
     plan = make_plan(args.model, args.pairs, args.gpus, args.dtype, args.seq_len, args.shard_size,
                      args.max_rows, not args.no_head_patching, args.gpu_tflops, args.efficiency,
                      args.gpu_memory_gib, args.threads)

@@ -58,10 +58,12 @@ def _connect(address: str, local_cpus: int | None):
 class ShardWorker:
     """One per device: plans the study once (loading the model) and measures shards."""
 
-    def __init__(self, config, fingerprint: str, stats, in_worker=None):
+    def __init__(self, config, fingerprint: str, stats, in_worker=None, payload=None):
         from measure.runner.study import plan_study
 
         self.plan = plan_study(config)
+        if payload is not None:  # a second stage (`Plan.stage`)
+            self.plan = self.plan.stage(payload)
         if self.plan.fingerprint != fingerprint:
             raise MeasureError(
                 f"worker on {os.uname().nodename}: the study's fingerprint is {self.plan.fingerprint}, the "
@@ -112,7 +114,7 @@ def measure_shards_ray(plan, address: str = "local", hooks=None, local_cpus: int
         remote = ray.remote(ShardWorker).options(max_restarts=RETRIES, max_task_retries=RETRIES,
                                                  runtime_env=_worker_env(), **options)
         stats_ref = ray.put(stats)
-        workers = [remote.remote(config, plan.fingerprint, stats_ref, in_worker) for _ in range(n_workers)]
+        workers = [remote.remote(config, plan.fingerprint, stats_ref, in_worker, plan.payload) for _ in range(n_workers)]
         queue, inflight = list(todo), {}
 
         def submit(worker):
@@ -153,9 +155,10 @@ def run_study_ray(config, address: str = "local", hooks=None, local_cpus: int | 
     """`run.run_study` with the measuring stage on Ray."""
     from measure.runner.bundle import write_bundle
     from measure.runner.config import Hooks
+    from measure.runner.run import measure_stages
     from measure.runner.study import plan_study
 
     hooks = hooks or Hooks()
     plan = plan_study(config)
-    counts = measure_shards_ray(plan, address, hooks, local_cpus, in_worker)
+    counts = measure_stages(plan, lambda p, h: measure_shards_ray(p, address, h, local_cpus, in_worker), hooks)
     return write_bundle(plan, counts, hooks)

@@ -33,6 +33,9 @@ class Read:
     heads: bool = True                       # head rows: attribution always, patching if `patch_heads`
     patch_heads: bool = True
     prefix: str = ""                         # of its row kinds and file names (`random_` ...)
+    head_modes: tuple[str, ...] | None = None  # the heads' patching modes (None: `modes`)
+    sources: torch.Tensor | None = None      # (P, 2) long: for `resample`, the plan sequence (2 * pair
+                                             # + side) whose output each pair's chosen and rejected take
 
     def files(self) -> dict[str, str]:
         """{row kind: file name} of every file this read writes, its prefix applied."""
@@ -45,8 +48,17 @@ class Read:
         for tensor in (self.directions, self.biases):
             if tensor is not None:
                 digest.update(tensor.detach().float().contiguous().cpu().numpy().tobytes())
-        return [self.name, list(self.modes), self.lens, self.heads, self.patch_heads, self.prefix,
-                None if self.directions is None else digest.hexdigest()]
+        out = [self.name, list(self.modes), self.lens, self.heads, self.patch_heads, self.prefix,
+               None if self.directions is None else digest.hexdigest()]
+        if self.head_modes is not None or self.sources is not None:  # absent: the fingerprints of before
+            out += [None if self.head_modes is None else list(self.head_modes),
+                    None if self.sources is None else self.sources.tolist()]
+        return out
+
+    @property
+    def modes_of_heads(self) -> tuple[str, ...]:
+        """The modes the heads are patched in."""
+        return self.modes if self.head_modes is None else self.head_modes
 
     def set_on(self, adapter, rows: torch.Tensor) -> None:
         """Point the adapter at this read for a batch of plan rows (`rows`: the pair index of

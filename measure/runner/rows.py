@@ -32,21 +32,36 @@ def _moves(effect: float, clean: float):
 
 
 def shard_rows(adapter: Adapter, pairs: list[dict], seqs: list[list[int]], stats: ActivationStats,
-               max_rows: int, reads: list[Read], rows: torch.Tensor) -> dict[str, list[dict]]:
+               max_rows: int, reads: list[Read], rows: torch.Tensor,
+               plan_seqs: list | None = None) -> dict[str, list[dict]]:
     """All rows of these pairs along every read (`seqs` interleaves chosen/rejected token ids;
-    `rows` is each sequence's pair index in the plan, which picks its direction of each read)."""
+    `rows` is each sequence's pair index in the plan, which picks its direction of each read;
+    `plan_seqs`, every plan pair's (chosen, rejected) ids, gives a read's resample sources)."""
     batch = adapter.batch(seqs)
     out = {kind: [] for kind in files(reads)}
     for read in reads:
         read.set_on(adapter, rows)
         try:
-            _read_rows(adapter, pairs, batch, stats, max_rows, read, out)
+            source = source_run(adapter, read, rows, plan_seqs)
+            _read_rows(adapter, pairs, batch, stats, max_rows, read, out, source)
         finally:
             adapter.set_directions(None)
     return {k: fixed(v, PLACES) for k, v in out.items()}
 
 
-def _read_rows(adapter, pairs, batch, stats, max_rows, read: Read, out: dict) -> None:
+def source_run(adapter: Adapter, read: Read, rows: torch.Tensor, plan_seqs: list | None):
+    """The clean run of the resample source of every sequence of the batch (row b: the source of
+    row b), or None when the read has no sources."""
+    if read.sources is None:
+        return None
+    if plan_seqs is None:
+        raise MeasureError("a read with resample sources needs the plan's sequences")
+    side = torch.arange(rows.shape[0]) % 2
+    picks = read.sources[rows, side].tolist()
+    return adapter.clean_run(adapter.batch([plan_seqs[s // 2][s % 2] for s in picks]))
+
+
+def _read_rows(adapter, pairs, batch, stats, max_rows, read: Read, out: dict, source=None) -> None:
     """Append the rows of one read of the batch to `out`."""
     run = adapter.clean_run(batch)
     check_finite(run.reward, f"clean rewards of pairs {pairs[0]['pair_id']}..{pairs[-1]['pair_id']}")
@@ -57,7 +72,14 @@ def _read_rows(adapter, pairs, batch, stats, max_rows, read: Read, out: dict) ->
     components = [c for c in adapter.components(heads=read.heads and read.patch_heads) if c != "embed"]
     folds = (torch.tensor([stats.folds[p["seed_id"]] for p in pairs])
              if stats is not None and stats.folds else None)
-    patched = patch_sweep(adapter, batch, run, stats, components, read.modes, max_rows, folds=folds)
+    if read.modes_of_heads == read.modes:  # one sweep: a layer's attention-side variants in one batch
+        patched = patch_sweep(adapter, batch, run, stats, components, read.modes, max_rows, folds=folds, source=source)
+    else:
+        heads = [c for c in components if c.startswith("head_")]
+        patched = patch_sweep(adapter, batch, run, stats, [c for c in components if c not in heads], read.modes,
+                              max_rows, folds=folds, source=source)
+        patched.update(patch_sweep(adapter, batch, run, stats, heads, read.modes_of_heads, max_rows, folds=folds,
+                                   source=source))
     fields = {kind: _fields(row, read.name) for kind, row in
               (("attribution", contract.ATTRIBUTION_ROW), ("patching", contract.PATCHING_ROW),
                ("lens", contract.LENS_ROW))}
@@ -76,7 +98,7 @@ def _read_rows(adapter, pairs, batch, stats, max_rows, read: Read, out: dict) ->
             out[read.prefix + ("attribution_heads" if kind == "head" else "attribution")].append(row)
         for name in components:
             kind, layer, _ = parse_component(name)
-            for mode in read.modes:
+            for mode in (read.modes_of_heads if kind == "head" else read.modes):
                 value, off = patched[(name, mode)]
                 patched_margin = float(value[p])
                 check_finite(value[p:p + 1], f"pair {pair['pair_id']}, {name} patched ({mode}{along})")

@@ -24,7 +24,7 @@ import os
 import platform
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -42,12 +42,10 @@ from measure.runner.jsonio import jsonl_text, read_json
 from measure.runner.outfolder import check_replaceable
 from measure.runner.preflight import check_run
 from measure.runner.definition import Definition, definition_for
-from measure.runner.pairs import read_pairs
 from measure.runner.reads import Read, files
-from measure.runner.rows import shard_rows
 
-__all__ = ["StudyConfig", "Hooks", "Plan", "plan_study", "measure_shards", "measure_shard",
-           "FILES", "ORGANISM_DIR", "REPO"]
+__all__ = ["StudyConfig", "Hooks", "Plan", "plan_study", "measure_shards", "measure_shard", "joined_rows",
+           "second_stage", "FILES", "ORGANISM_DIR", "REPO"]
 
 # The per-pair files of a bundle that reads along the score row, by the key a shard's rows are
 # filed under; a plan's own are `plan.files`.
@@ -150,6 +148,9 @@ class Plan:
     heldout: dict | None = None                       # the model folder's held-out accuracy, if it records one
     git: dict | None = None                           # the tree's state before the run wrote anything
     numerics: dict | None = None                      # the numerics in effect (measure.numerics)
+    payload: object = None                            # a second stage's work (`stage`); None: the first
+    base_dir: Path | None = None                      # a second stage's: the first stage's run_dir
+    followup: "Plan | None" = None                    # the second stage, once the first has fixed it
 
     def shard_input(self, k: int) -> tuple[list[dict], list[list[int]]]:
         """Shard k's pairs and their sequences, chosen and rejected interleaved."""
@@ -162,8 +163,14 @@ class Plan:
 
     @property
     def files(self) -> dict[str, str]:
-        """{row kind: file name} of every per-pair file the plan's reads write."""
-        return files(self.reads)
+        """{row kind: file name} of every per-pair file this stage's shards give (the study's
+        definition says which; by default its reads')."""
+        return self.definition.files(self)
+
+    @property
+    def all_files(self) -> dict[str, str]:
+        """{row kind: file name} over this stage and its second stage, if any."""
+        return {**self.files, **(self.followup.files if self.followup is not None else {})}
 
     def shard_path(self, k: int) -> Path:
         """Where shard k's rows are saved."""
@@ -171,8 +178,16 @@ class Plan:
 
     @property
     def stats_path(self) -> Path:
-        """Where the clean statistics are saved."""
-        return self.run_dir / "stats.pt"
+        """Where the clean statistics are saved (a second stage uses the first stage's)."""
+        return (self.base_dir or self.run_dir) / "stats.pt"
+
+    def stage(self, payload) -> "Plan":
+        """The second stage of this plan: the same pairs and shards, the work `payload` fixes
+        (the definition's `followup`), its shards under a folder of the first stage's named by
+        the payload's digest, so a changed payload never reuses them."""
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+        return replace(self, payload=payload, base_dir=self.run_dir, followup=None,
+                       run_dir=self.run_dir / f"stage2-{digest}", fingerprint=f"{self.fingerprint}-{digest}")
 
 
 def plan_study(config: StudyConfig) -> Plan:
@@ -189,12 +204,14 @@ def plan_study(config: StudyConfig) -> Plan:
     adapter = load(config.model, config.device, config.dtype, config.objective)
     source = ModelSource(adapter.path)
     pairs_file = Path(config.pairs_file or source.pairs or definition.pairs_file)
-    pairs = definition.select(read_pairs(pairs_file), config)
+    pairs = definition.select(definition.read(pairs_file), config)
     if not pairs:
         raise MeasureError(f"{pairs_file}: no pairs to measure")
     key_file = config.key_file if config.key_file is not None else source.key
     key = _read_key(Path(key_file)) if key_file else None
     heldout = source.heldout_accuracy()  # read now: a broken report is refused before measuring
+    seqs = [definition.encode(adapter, p, f"{pairs_file} (pair {p['pair_id']})") for p in pairs]
+    pairs, seqs = definition.arrange(pairs, seqs)
     pairs_text = jsonl_text(pairs)
     identity = {"model": adapter.model_id, **weights_identity(adapter.path),
                 "data_sha256": hashlib.sha256(pairs_text.encode()).hexdigest(),
@@ -202,17 +219,13 @@ def plan_study(config: StudyConfig) -> Plan:
                 "device_type": adapter.device.type, "objective": config.objective,
                 **definition.identity(adapter, pairs)}
     reads = definition.reads(adapter, pairs, config)
+    shards = definition.shards(pairs, seqs, config.shard_size)
+    # the shard size, or the shards themselves where a study cuts them otherwise
+    layout = config.shard_size if shards == Definition.shards(definition, pairs, seqs, config.shard_size) else shards
     fingerprint = hashlib.sha256(json.dumps(
-        [identity, config.shard_size, config.max_rows, list(MODES), config.patch_heads,
+        [identity, layout, config.max_rows, list(MODES), config.patch_heads,
          versions()["torch"], STATS_LAYOUT, offdist.VERSION, _numerics_key(mode),
          [r.fingerprint() for r in reads]], sort_keys=True).encode()).hexdigest()[:16]
-    seqs = []
-    for p in pairs:
-        where = f"{pairs_file} (pair {p['pair_id']})"
-        seqs.append((adapter.encode(p["prompt"], p["chosen"], where),
-                     adapter.encode(p["prompt"], p["rejected"], where)))
-    n, size = len(pairs), config.shard_size
-    shards = [list(range(s, min(s + size, n))) for s in range(0, n, size)]
     return Plan(config, adapter, source, pairs_file, pairs, pairs_text, seqs, reads, definition, shards, key,
                 identity, fingerprint, config.runs_root / config.study / fingerprint, started,
                 heldout=heldout, git={"commit": head, "dirty": dirty}, numerics=mode)
@@ -275,12 +288,28 @@ def _saved_stats(path: Path, device) -> ActivationStats:
 
 
 def measure_shard(plan: Plan, stats: ActivationStats, k: int) -> dict[str, list[dict]]:
-    """Every row of shard k along every read (attribution, patching, lens), rounded as they will
-    be written."""
-    shard_pairs, shard_seqs = plan.shard_input(k)
+    """Every row of shard k, by kind (by default along every read: attribution, patching, lens),
+    rounded as they will be written: the study definition's `measure`."""
     with torch.no_grad():
-        return shard_rows(plan.adapter, shard_pairs, shard_seqs, stats, plan.config.max_rows, plan.reads,
-                          plan.shard_rows_index(k))
+        return plan.definition.measure(plan, stats, k)
+
+
+def joined_rows(plan: Plan) -> dict[str, list[dict]]:
+    """Every row of this stage's shards by kind, in shard order (each shard's file must exist)."""
+    rows = {name: [] for name in plan.files}
+    for k in range(len(plan.shards)):
+        data = json.loads(plan.shard_path(k).read_text(encoding="utf-8"))
+        for name in plan.files:
+            rows[name].extend(data[name])
+    return rows
+
+
+def second_stage(plan: Plan) -> Plan | None:
+    """The plan's second stage, fixed by its definition from the first stage's rows (None when
+    the study has none); kept as `plan.followup`."""
+    payload = plan.definition.followup(plan, joined_rows(plan))
+    plan.followup = None if payload is None else plan.stage(payload)
+    return plan.followup
 
 
 def measure_shards(plan: Plan, hooks: Hooks | None = None) -> dict[str, int]:

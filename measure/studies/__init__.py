@@ -18,6 +18,7 @@ NAMED_MODELS = {
 # `--study NAME`: studies with their own `Definition` (measure/runner/definition.py).
 DEFINITIONS = {
     "minilm-balanced": "measure.studies.minilm.study:DEFINITION",
+    "realprefs": "measure.studies.realprefs.study:DEFINITION",
 }
 # `measure train --model NAME`: each a function (out folder or None, seed, epochs or None, *,
 # max_pairs=None, estimate=False) -> exit status; a trainer refuses an option it has no use for.
