@@ -12,7 +12,8 @@ width and theme:
 - heading levels out of order (one h1, then no level skipped).
 
 The visits record each page's height in screens as a reader first meets it, collapsed sections
-closed (printed at the end of the run), and save one screenshot of each page per width to
+closed (printed at the end of the run; a study page must fit 8 screens of 1280 x 800 and 14 of
+390 x 844), and save one screenshot of each page per width to
 test-artifacts/layout/<width>-<theme>/.
 """
 from __future__ import annotations
@@ -61,6 +62,24 @@ def test_layout(check, layouts, kit):
                for path, width, theme, found, screens, shot in layouts if found[check]]
     what = CHECKS[check].format(**kit.LAYOUT_LIMITS)
     assert not failing, f"{what}, on {len(failing)} page(s):\n  " + "\n  ".join(failing)
+
+
+# A study page (studies/<name>/, not its detail or provenance pages) fits this many screens as a
+# reader first meets it: 1280 x 800 on a laptop, 390 x 844 on a phone (issue 27).
+STUDY_SCREENS = {1280: (800, 8.0), 390: (844, 14.0)}
+
+
+def test_a_study_page_fits_its_screens(layouts, kit):
+    viewports = {kit.DESKTOP["width"]: kit.DESKTOP["height"], kit.PHONE["width"]: kit.PHONE["height"]}
+    studies = [row for row in layouts if row[0].startswith("studies/") and row[0].count("/") == 2]
+    assert studies, "no study page was laid out"
+    over = []
+    for path, width, theme, _found, screens, _shot in studies:
+        screen, most = STUDY_SCREENS[width]
+        tall = screens * viewports[width] / screen
+        if tall > most:
+            over.append(f"/{path} at {width} px, {theme}: {tall:.1f} screens of {screen} px (at most {most:g})")
+    assert not over, "study pages too long:\n  " + "\n  ".join(over)
 
 
 # What the visits rest on: the other theme is the colour scheme switched on the loaded page. On a
