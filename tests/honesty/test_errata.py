@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 from decimal import Decimal
@@ -175,6 +176,42 @@ def test_corrected_intervals_are_the_seed_bootstrap_of_the_corrected_scores():
         for end in (0, 1):
             assert notes[f"{path}/{end}"].corrected == round(interval[end], 6), (path, interval)
     assert round(overall(seeds)[0], 6) == notes["key_recovery/overall/attribution_auc"].corrected
+
+
+def test_the_planted_study_needs_no_correction_the_two_patch_scores_coincide_there():
+    """docs/statistics.md: planted-v2 was computed with the mean of per-pair ratios; every pair of
+    a rule has the same clean margin, so the one patch score gives the same rhos and the same
+    key-recovery headline, and no published number changes."""
+    from bundle_kit import keyrecovery
+    planted = REPO / "bundles" / "planted-v2"
+    golden = json.loads((planted / "golden.json").read_text())
+    attr = rankstats.read_jsonl(planted / "attribution_per_pair.jsonl")
+    patch = rankstats.read_jsonl(planted / "patching_per_pair.jsonl")
+    joined = rankstats.join_rows(attr, patch, "mean")
+    ratios, sums = (rankstats.component_scores(joined, s) for s in ("mean_ratio", "ratio_of_means"))
+    assert max(abs(ratios[d][c][1] - sums[d][c][1]) for d in ratios for c in ratios[d]) < 1e-5
+    rhos = rankstats.dimension_rhos(sums)
+    assert {d: round(v, 6) for d, v in rhos.items()} == golden["per_dimension_rho"]
+    assert round(rankstats.mean(rhos.values()), 6) == golden["mean_rho"]
+    # the primary key-recovery headline with mean patching scored as a ratio of sums
+    heads = rankstats.read_jsonl(planted / "heads_patching_per_pair.jsonl")
+    key = json.loads((planted / "key.json").read_text())
+    table = keyrecovery.pair_table(attr + rankstats.read_jsonl(planted / "heads_attribution_per_pair.jsonl"),
+                                   patch + heads)
+    moved: dict = {}
+    for r in patch + heads:
+        if r["mode"] == "mean":
+            cell = moved.setdefault(r["dimension"], {}).setdefault(r["component"], [0.0, 0.0])
+            cell[0] += abs(r["effect"])
+            cell[1] += abs(r["clean_margin"])
+    primary = keyrecovery.PRIMARY
+    values = []
+    for d in sorted(key["dimensions"]):
+        names = table[d]["components"]
+        scores = [moved[d][c][0] / moved[d][c][1] for c in names]
+        scores = [v if v >= primary["floor"] else 0.0 for v in scores]
+        values.append(keyrecovery.metric(scores, names, key["dimensions"][d]["keys"][primary["key"]], primary["metric"]))
+    assert round(math.fsum(values) / len(values), 6) == golden["key_recovery"]["headline"]["patching"]["value"]
 
 
 GOOD = """# Notes
