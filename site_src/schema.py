@@ -197,8 +197,9 @@ _RANKED_DATA = {"attribution": _rows("attribution rows"), "patching": _rows("pat
 _RANKED_OPTIONS = {   # the ranking kinds' options, read by figures/data.py ranked_spec
     "mode": Field("the patching mode the rankings use: mean (default), zero or swap"),
     "dimension": _DIMENSION,
-    "patch_score": Field("how a component's patching rows make its score: mean_ratio (default) or "
-                         "ratio_of_means (bundle_kit/rankstats.py PATCH_SCORES)"),
+    "patch_score": Field("how a component's patching rows make its score: ratio_of_means (default, the one "
+                         "patch score every study ranks by, docs/statistics.md) or mean_ratio (a labelled "
+                         "sensitivity check only; bundle_kit/rankstats.py PATCH_SCORES)"),
 }
 
 FIGURE_KINDS = {

@@ -117,7 +117,8 @@ One row per (pair, layer).
 {key_files}
 ## `{C.GOLDEN}` — the summary pages quote, computed from the rows above as written
 
-- `study`, `model`; `rank_mode`: the patching mode the rankings use; `components_compared`,
+- `study`, `model`; `rank_mode`: the patching mode the rankings use; `patch_score`: how a
+  component's patching rows make its patch score (`reproduce.py` reads it); `components_compared`,
   `kinds_compared`: the components ranked both ways; `tolerance`: how far `reproduce.py` may
   differ from the published rhos.
 - `counts`: `pairs`; `pairs_per_dimension` (a number when every dimension has the same count);
@@ -127,7 +128,8 @@ One row per (pair, layer).
   `heads_patching_rows`, `lens_rows`.
 - `mean_rho`, `per_dimension_rho`: Spearman rho (Pearson correlation of average ranks) between
   the attribution ranking (mean signed attribution over pairs, rank 1 = largest) and the patch
-  ranking (mean `|effect| / |clean margin|` over pairs, rank 1 = largest), per dimension, over
+  ranking (patch score, rank 1 = largest: `ratio_of_means` is sum `|effect|` / sum `|clean margin|`
+  over pairs, `mean_ratio` the mean of `|effect| / |clean margin|`), per dimension, over
   `kinds_compared`; the mean over dimensions. `rho_by_mode`: the same for each patching mode.
 - `identity`: the model id, weights sha256, data sha256 (of `{C.PAIRS}`), seed, dtype, device
   type and score objective: what makes the numbers.
@@ -137,8 +139,9 @@ One row per (pair, layer).
 - `clean_accuracy`: per dimension, the fraction of pairs with a positive margin.
 - `crystallization`: the depth (fraction of layers) at which the running margin first reaches half
   the final margin, mean over pairs, overall and per dimension.
-- `key_recovery` (null without a key): ROC AUC of the attribution ranking and of the patching
-  ranking (`rank_mode`) against the key, over the key `universe`; `chance` is 0.5; `interval`
+- `key_recovery` (null without a key): ROC AUC of the attribution ranking (by the absolute
+  attribution score: the key marks membership, not a sign) and of the patching ranking
+  (`rank_mode`, `patch_score`) against the key, over the key `universe`; `chance` is 0.5; `interval`
   says how the intervals are made. `attribution_auc`, `patching_auc`, and `attribution_ci`,
   `patching_ci`: seed-level bootstrap intervals; `gap_patching_minus_attribution` and `gap_ci`: their difference; `n`,
   `n_effective`, `key_size` per dimension; `overall` averages the dimensions' AUCs.

@@ -11,14 +11,17 @@ from measure.instruments import offdist
 
 TOP = 3
 BOOTSTRAP = {"resamples": 1000, "seed": 0, "level": 0.95}
+# The one patch score every study ranks by (docs/statistics.md); golden.json names it, and the
+# bundle's reproduce.py reads it from there.
+PATCH_SCORE = "ratio_of_means"
 
 
 def _nan_to_none(x):
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def _scores(attr_rows, patch_rows, mode):
-    return rankstats.component_scores(rankstats.join_rows(attr_rows, patch_rows, mode))
+def _scores(attr_rows, patch_rows, mode, patch_score=PATCH_SCORE):
+    return rankstats.component_scores(rankstats.join_rows(attr_rows, patch_rows, mode), patch_score)
 
 
 def _top(scores: dict[str, tuple[float, float]], which: int) -> list[str]:
@@ -50,17 +53,18 @@ def crystallization(lens_rows: list[dict]) -> dict:
             "per_dimension": {d: rankstats.mean(v) for d, v in sorted(depths.items())}}
 
 
-def _rho_of(items_by_seed: dict, seeds: list[str]) -> float:
+def _rho_of(items_by_seed: dict, seeds: list[str], patch_score: str = PATCH_SCORE) -> float:
     """The attribution-vs-patching rho of one dimension over the (resampled) seeds."""
     joined = {}
     for k, seed in enumerate(seeds):  # a seed drawn twice counts twice
         for (dimension, pair, component), both in items_by_seed[seed]:
             joined[(dimension, f"{pair}#{k}", component)] = both
-    rhos = rankstats.dimension_rhos(rankstats.component_scores(joined))
+    rhos = rankstats.dimension_rhos(rankstats.component_scores(joined, patch_score))
     return next(iter(rhos.values())) if rhos else float("nan")
 
 
-def rho_intervals(attr_rows, patch_rows, mode: str = RANK_MODE, dimensions=None) -> dict:
+def rho_intervals(attr_rows, patch_rows, mode: str = RANK_MODE, dimensions=None,
+                  patch_score: str = PATCH_SCORE) -> dict:
     """Per dimension: the seed-bootstrap interval (rankstats.seed_bootstrap, BOOTSTRAP) of the
     attribution-vs-patching rho, resampling the dimension's seeds with replacement. `dimensions`
     fixes the order of the keys (default: sorted)."""
@@ -74,14 +78,15 @@ def rho_intervals(attr_rows, patch_rows, mode: str = RANK_MODE, dimensions=None)
             if key[0] == d:
                 by_seed[both[0]["seed_id"]].append((key, both))
         seeds = sorted(by_seed)
-        out[d] = list(rankstats.seed_bootstrap(seeds, lambda s: _rho_of(by_seed, s), **BOOTSTRAP))
+        out[d] = list(rankstats.seed_bootstrap(seeds, lambda s: _rho_of(by_seed, s, patch_score), **BOOTSTRAP))
     return out
 
 
 class _KeyRecovery:
     """AUC of a ranking against the planted key, with seed-level bootstrap intervals."""
 
-    def __init__(self, attr_rows, patch_rows, key: dict, mode: str):
+    def __init__(self, attr_rows, patch_rows, key: dict, mode: str, patch_score: str = PATCH_SCORE):
+        self.patch_score = patch_score
         self.key = {d: set(v["components"]) for d, v in key["dimensions"].items()}
         joined = rankstats.join_rows(attr_rows, patch_rows, mode)
         self.by_seed = defaultdict(list)
@@ -99,11 +104,14 @@ class _KeyRecovery:
                 for (dimension, pair, component), both in self.by_seed[seed]:
                     joined[(dimension, f"{pair}#{k}", component)] = both
             out = {}
-            for dimension, comps in rankstats.component_scores(joined).items():
+            for dimension, comps in rankstats.component_scores(joined, self.patch_score).items():
                 names = list(comps)
                 positive = [c in self.key.get(dimension, ()) for c in names]
                 out[dimension] = {
-                    "attribution": rankstats.roc_auc([comps[c][0] for c in names], positive),
+                    # |attribution score|: the key marks membership, not a sign, so a member that
+                    # pushes the margin down is found as surely as one that pushes it up
+                    # (bundles/organism/CORRECTIONS.md: the signed score was published first)
+                    "attribution": rankstats.roc_auc([abs(comps[c][0]) for c in names], positive),
                     "patching": rankstats.roc_auc([comps[c][1] for c in names], positive)}
             self.cache[token] = out
         return self.cache[token]
@@ -155,14 +163,14 @@ def _value(entry, which):
     return entry[which]
 
 
-def key_recovery(attr_rows, patch_rows, key: dict, mode: str = RANK_MODE) -> dict:
+def key_recovery(attr_rows, patch_rows, key: dict, mode: str = RANK_MODE, patch_score: str = PATCH_SCORE) -> dict:
     """The key_recovery block: ROC AUC of each ranking against the key, with seed-bootstrap intervals."""
     universe_attr = [r for r in attr_rows if r["kind"] in ("mlp", "head")]
     universe_patch = [r for r in patch_rows if r["kind"] in ("mlp", "head")]
-    result = _KeyRecovery(universe_attr, universe_patch, key, mode).summary()
+    result = _KeyRecovery(universe_attr, universe_patch, key, mode, patch_score).summary()
     by_mode = {}
     for other in MODES:  # point estimates of the patching AUC in every mode
-        recovery = _KeyRecovery(universe_attr, universe_patch, key, other)
+        recovery = _KeyRecovery(universe_attr, universe_patch, key, other, patch_score)
         full = recovery.aucs(sorted(recovery.by_seed))
         by_mode[other] = {"overall": rankstats.mean(v["patching"] for v in full.values()),
                           "per_dimension": {d: v["patching"] for d, v in sorted(full.items())}}
@@ -174,10 +182,11 @@ def key_recovery(attr_rows, patch_rows, key: dict, mode: str = RANK_MODE) -> dic
 
 
 def golden(study: str, model_id: str, identity: dict, files: dict[str, list[dict]],
-           key: dict | None, tolerance: float, extra: dict) -> dict:
-    """golden.json's content, from the rows as written (rankstats for every statistic)."""
+           key: dict | None, tolerance: float, extra: dict, patch_score: str = PATCH_SCORE) -> dict:
+    """golden.json's content, from the rows as written (rankstats for every statistic); every
+    ranking by `patch_score` (rankstats.PATCH_SCORES), which golden.json names."""
     attr, patch = files["attribution"], files["patching"]
-    scores = _scores(attr, patch, RANK_MODE)
+    scores = _scores(attr, patch, RANK_MODE, patch_score)
     rhos = rankstats.dimension_rhos(scores)
     per_dim = lineage(attr)
     pairs_per_dim = sorted({v["n"] for v in per_dim.values()})
@@ -187,6 +196,7 @@ def golden(study: str, model_id: str, identity: dict, files: dict[str, list[dict
         "study": study,
         "model": model_id,
         "rank_mode": RANK_MODE,
+        "patch_score": patch_score,
         "components_compared": "attn and mlp components (embed is attributed, not patched)",
         "tolerance": tolerance,
         "counts": {
@@ -213,11 +223,11 @@ def golden(study: str, model_id: str, identity: dict, files: dict[str, list[dict
     }
     by_mode = {}
     for mode in MODES:
-        mode_rhos = rankstats.dimension_rhos(_scores(attr, patch, mode))
+        mode_rhos = rankstats.dimension_rhos(_scores(attr, patch, mode, patch_score))
         by_mode[mode] = {"mean_rho": _nan_to_none(rankstats.mean(mode_rhos.values())),
                          "per_dimension_rho": {d: _nan_to_none(v) for d, v in mode_rhos.items()}}
     out["rho_by_mode"] = by_mode
-    heads = _scores(files["attribution_heads"], files["patching_heads"], RANK_MODE)
+    heads = _scores(files["attribution_heads"], files["patching_heads"], RANK_MODE, patch_score)
     out["top_components"] = {
         d: {"attribution": _top(scores[d], 0), "patching": _top(scores[d], 1),
             "heads_attribution": _top(heads[d], 0) if d in heads else [],
@@ -231,11 +241,11 @@ def golden(study: str, model_id: str, identity: dict, files: dict[str, list[dict
         for d in per_dim}
     out["crystallization"] = crystallization(files["lens"])
     out["key_recovery"] = (key_recovery(attr + files["attribution_heads"],
-                                        patch + files["patching_heads"], key)
+                                        patch + files["patching_heads"], key, patch_score=patch_score)
                            if key is not None else None)
     out.update(extra)
     out["offdist"] = offdist.golden_block(patch, files["patching_heads"])
     if "per_dimension_rho_ci" not in out:  # a study may place it earlier (MiniLM does, in extra)
         out["per_dimension_rho_ci"] = {d: [_nan_to_none(v) for v in ci]
-                                       for d, ci in rho_intervals(attr, patch).items()}
+                                       for d, ci in rho_intervals(attr, patch, patch_score=patch_score).items()}
     return out

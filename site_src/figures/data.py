@@ -106,7 +106,7 @@ class Ranked:
 
 def rank_components(
     ctx: FigureContext, spec: dict, attribution: str, patching: str, mode: str,
-    patch_score: str = "mean_ratio",
+    patch_score: str = "ratio_of_means",
 ) -> dict[str, Ranked]:
     """Rankings of every dimension, over the components both files cover for `mode`, with the
     patch score `patch_score` (rankstats.PATCH_SCORES; the study's golden.json names its own)."""
@@ -176,7 +176,7 @@ def ranked_spec(spec: dict, ctx: FigureContext) -> RankedSpec:
     dimension shown."""
     opts = options(spec)
     mode = opts.get("mode", "mean")
-    patch_score = opts.get("patch_score", "mean_ratio")
+    patch_score = opts.get("patch_score", "ratio_of_means")   # the one patch score (docs/statistics.md)
     if patch_score not in rankstats.PATCH_SCORES:
         raise FigureError(spec_id(spec), f"option `patch_score` must be one of {', '.join(rankstats.PATCH_SCORES)}, "
                                          f"not {patch_score!r}")

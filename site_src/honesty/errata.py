@@ -13,6 +13,15 @@ its line:
 bundle keeps), equal as written: both are read as exact decimals, never rounded to either's
 precision. `corrected` is the value that replaces it.
 
+When the bundle itself was recomputed (its golden.json now holds the corrected value), the block
+names the commit whose golden.json published the old one, by its full id:
+
+    - published_in: 9e0c159c72654286ff412ff71237601d7be689c8
+
+Then `published` must be the value golden.json held at that commit (a commit of HEAD's history)
+and `corrected` the value it holds now, both exactly as written; a page may quote the value bare,
+since the bundle holds the corrected one, and the study page lists the correction all the same.
+
 A claim the study published that no single value holds (a test that could not have passed, a
 reading the data do not support) is withdrawn by a block of its own, the claim in a few words:
 
@@ -44,9 +53,11 @@ from ..refgrammar import RefSyntaxError, parse_ref
 from ..resolve import find_entry
 
 FIELDS = ("corrects", "published", "corrected", "date", "reason")
+OPTIONAL = ("published_in",)    # the commit whose golden.json published the value, when it no longer does
+COMMIT = re.compile(r"[0-9a-f]{40}")
 CLAIM_FIELDS = ("withdraws", "date", "reason")
 PLAIN = re.compile(r"[+\-\u2212]?\d+(\.\d+)?")
-LINE = re.compile(r"^- (?P<key>[a-z]+): (?P<value>.*\S)\s*$")
+LINE = re.compile(r"^- (?P<key>[a-z_]+): (?P<value>.*\S)\s*$")
 CORRECTS = re.compile(rf"^{re.escape(contract.GOLDEN)}#(?P<path>[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*)$")
 
 
@@ -61,6 +72,8 @@ class Correction:
     reason: str
     lines: dict              # field -> 1-based line in the note
     published_exact: Decimal = Decimal(0)   # `published` as written
+    corrected_exact: Decimal = Decimal(0)   # `corrected` as written
+    published_in: str = ""                  # the commit whose golden.json holds `published` ("" : today's)
 
     @property
     def path(self) -> tuple:
@@ -106,11 +119,12 @@ def parse(text: str, rel: str, study: str) -> list:
                                  f"{rel}:{number}")
             continue
         key, value = match.group("key"), match.group("value")
-        if key not in FIELDS + CLAIM_FIELDS:
-            raise BuildError(f"unknown field {key!r} (a correction has {', '.join(FIELDS)}; a withdrawn claim "
+        if key not in FIELDS + OPTIONAL + CLAIM_FIELDS:
+            raise BuildError(f"unknown field {key!r} (a correction has {', '.join(FIELDS)}, and may have "
+                             f"{', '.join(OPTIONAL)}; a withdrawn claim "
                              f"{', '.join(CLAIM_FIELDS)})", f"{rel}:{number}")
         if key in ("corrects", "withdraws"):
-            current = {"_line": number, "_fields": FIELDS if key == "corrects" else CLAIM_FIELDS}
+            current = {"_line": number, "_fields": FIELDS + OPTIONAL if key == "corrects" else CLAIM_FIELDS}
             blocks.append(current)
         elif current is None:
             raise BuildError("a correction starts with its '- corrects:' line (a withdrawn claim with "
@@ -134,17 +148,21 @@ def parse(text: str, rel: str, study: str) -> list:
         missing = [f for f in FIELDS if f not in block]
         if missing:
             raise BuildError(f"correction lacks {', '.join(missing)}", f"{rel}:{block['_line']}")
-        lines = {f: block[f][1] for f in FIELDS}
-        where = {f: f"{rel}:{lines[f]}" for f in FIELDS}
+        lines = {f: block[f][1] for f in FIELDS + OPTIONAL if f in block}
+        where = {f: f"{rel}:{n}" for f, n in lines.items()}
         corrects = CORRECTS.match(block["corrects"][0])
         if not corrects:
             raise BuildError(f"corrects must name a value of {contract.GOLDEN} as {contract.GOLDEN}#KEY/PATH",
                              where["corrects"])
         _date(block["date"][0], where["date"])
         published = _number(block["published"][0], where["published"], "published")
-        out.append(Correction(rel, study, corrects.group("path"), float(published),
-                              float(_number(block["corrected"][0], where["corrected"], "corrected")),
-                              block["date"][0], block["reason"][0], lines, published))
+        corrected = _number(block["corrected"][0], where["corrected"], "corrected")
+        commit = block.get("published_in", ("", 0))[0]
+        if commit and not COMMIT.fullmatch(commit):
+            raise BuildError(f"published_in must be a full commit id (40 hex digits: `git rev-parse COMMIT`), "
+                             f"not {commit!r}", where["published_in"])
+        out.append(Correction(rel, study, corrects.group("path"), float(published), float(corrected),
+                              block["date"][0], block["reason"][0], lines, published, corrected, commit))
     return out
 
 
@@ -170,26 +188,62 @@ def load(root: Path, study: str, resolver, refusal=lambda rel: None) -> list:
     except (OSError, UnicodeDecodeError) as exc:
         raise BuildError(f"cannot read: {exc}", rel) from None
     corrections = parse(text, rel, study)
+    golden_rel = f"bundles/{study}/{contract.GOLDEN}"
     golden = None
+    past: dict[str, object] = {}     # commit -> its golden.json, parsed as exact decimals
     for item in corrections:
         if isinstance(item, Withdrawal):
             continue
         where = f"{rel}:{item.lines['corrects']}"
         try:
-            value = resolver.resolve(f"bundles/{study}/{contract.GOLDEN}#{item.key_path}")
+            value = resolver.resolve(f"{golden_rel}#{item.key_path}")
         except FixtureProblem as exc:
             raise BuildError(f"corrects {item.key_path!r}, which does not resolve: {exc.message}", where, exc.fixture) from None
         if golden is None:   # the numbers as written: exact decimals, not floats
-            golden = json.loads(resolver.path_for(f"bundles/{study}/{contract.GOLDEN}").read_text(encoding="utf-8"),
-                                parse_float=Decimal, parse_int=Decimal)
+            golden = _exact(resolver.path_for(golden_rel).read_text(encoding="utf-8"))
         written = _at(golden, item.path)
-        if not isinstance(value.value, (int, float)) or isinstance(value.value, bool) \
-                or not isinstance(written, Decimal) or written != item.published_exact:
-            held = written if isinstance(written, Decimal) else repr(value.value)
-            raise BuildError(f"published is {item.published_exact}, but {value.location} holds {held}: the published "
+        if not isinstance(value.value, (int, float)) or isinstance(value.value, bool) or not isinstance(written, Decimal):
+            raise BuildError(f"corrects {item.key_path!r}, which is not a number in {value.location}", where)
+        if item.published_in:
+            if item.published_in not in past:
+                past[item.published_in] = _golden_at(root, item.published_in, golden_rel,
+                                                     f"{rel}:{item.lines['published_in']}")
+            then = _at(past[item.published_in], item.path)
+            if then != item.published_exact:
+                raise BuildError(f"published is {item.published_exact}, but {golden_rel} at {item.published_in[:12]} "
+                                 f"holds {then if isinstance(then, Decimal) else 'no number there'}: the published value "
+                                 "is the one that commit's bundle held, exactly as written",
+                                 f"{rel}:{item.lines['published']}")
+            if written != item.corrected_exact:
+                raise BuildError(f"corrected is {item.corrected_exact}, but {value.location} holds {written}: with "
+                                 "published_in, the bundle holds the corrected value (without it, the published one)",
+                                 f"{rel}:{item.lines['corrected']}")
+        elif written != item.published_exact:
+            raise BuildError(f"published is {item.published_exact}, but {value.location} holds {written}: the published "
                              "value is the one the bundle still holds, exactly as written",
                              f"{rel}:{item.lines['published']}")
     return corrections
+
+
+def _exact(text: str):
+    return json.loads(text, parse_float=Decimal, parse_int=Decimal)
+
+
+def _golden_at(root: Path, commit: str, golden_rel: str, where: str):
+    """golden.json as `commit` (of HEAD's history) holds it, parsed as exact decimals."""
+    from .history import History
+    history = History(root)
+    try:
+        history.git("merge-base", "--is-ancestor", commit, "HEAD")
+        data = history.file_at(commit, golden_rel, 10_000_000)
+    except BuildError:
+        raise BuildError(f"published_in {commit[:12]} is not a commit of HEAD's history (a full history is "
+                         "needed: `git fetch --unshallow`)", where) from None
+    finally:
+        history.close()
+    if data is None:
+        raise BuildError(f"published_in {commit[:12]} holds no {golden_rel}", where)
+    return _exact(data.decode("utf-8"))
 
 
 def _at(tree, path: tuple):
@@ -210,8 +264,9 @@ def corrected_read(resolved, corrections: list[Correction], fixture) -> Correcti
     reference names it, by key path, by line or by both, or names a block that holds it, whether
     shown as a table or aggregated; a value whose expression is not a reference (a figure's
     source) is matched by its line and its items' lines."""
-    hits = [c for c in corrections
-            if isinstance(c, Correction) and resolved.source == f"bundles/{c.study}/{contract.GOLDEN}"]
+    hits = [c for c in corrections   # a recomputed bundle (published_in) holds the corrected value
+            if isinstance(c, Correction) and not c.published_in
+            and resolved.source == f"bundles/{c.study}/{contract.GOLDEN}"]
     if not hits:
         return None
     read = _entry_read(resolved.expression, fixture)

@@ -11,10 +11,11 @@ from figtest_helpers import FIXTURES, count_marks, inlined, panel_svgs, payload,
 DATA = {"attribution": "attribution_per_pair.jsonl", "patching": "patching_per_pair.jsonl"}
 
 
-def ranked_components(dimension, mode="mean"):
+def ranked_components(dimension, mode="mean", patch_score="ratio_of_means"):
+    """The rankings a ranking figure draws by default: the one patch score (docs/statistics.md)."""
     joined = rankstats.join_rows(rankstats.read_jsonl(FIXTURES / DATA["attribution"]),
                                  rankstats.read_jsonl(FIXTURES / DATA["patching"]), mode)
-    return rankstats.rankings(rankstats.component_scores(joined)[dimension])
+    return rankstats.rankings(rankstats.component_scores(joined, patch_score)[dimension])
 
 
 def test_rank_scatter_draws_one_dot_per_ranked_component(ctx):
@@ -222,14 +223,16 @@ def test_bad_fixture_line_is_named(ctx, tmp_path):
 
 
 def test_ranking_figures_take_the_study_patch_score(ctx):
-    """`options: {patch_score: ratio_of_means}` ranks by sum |effect| / sum |clean margin|, the
-    score a study's golden.json names (docs/statistics.md); anything else is refused."""
-    fig = render_figure("rank_scatter", {"id": "rs", "data": DATA, "options": {"patch_score": "ratio_of_means"}}, ctx)
-    joined = rankstats.join_rows(rankstats.read_jsonl(FIXTURES / DATA["attribution"]),
-                                 rankstats.read_jsonl(FIXTURES / DATA["patching"]), "mean")
-    expected = rankstats.rankings(rankstats.component_scores(joined, "ratio_of_means")["helpfulness"])
-    rows = [row for rows in payload(fig)["data"].values() for row in rows if "patch_rank" in row]
-    got = {r["component"]: (r["attribution_rank"], r["patch_rank"]) for r in rows if r["dimension"] == "helpfulness"}
-    assert got == expected and got != ranked_components("helpfulness")   # the fixture tells them apart
+    """By default a ranking figure ranks by the one patch score, sum |effect| / sum |clean margin|
+    (docs/statistics.md); `options: {patch_score: mean_ratio}` draws the sensitivity check, the
+    mean of per-pair ratios; anything else is refused."""
+    def drawn(options):
+        fig = render_figure("rank_scatter", {"id": "rs", "data": DATA, "options": options}, ctx)
+        rows = [row for rows in payload(fig)["data"].values() for row in rows if "patch_rank" in row]
+        return {r["component"]: (r["attribution_rank"], r["patch_rank"]) for r in rows if r["dimension"] == "helpfulness"}
+    assert drawn({}) == drawn({"patch_score": "ratio_of_means"}) == ranked_components("helpfulness")
+    sensitivity = drawn({"patch_score": "mean_ratio"})
+    assert sensitivity == ranked_components("helpfulness", patch_score="mean_ratio")
+    assert sensitivity != ranked_components("helpfulness")   # the fixture tells them apart
     with pytest.raises(FigureError, match="patch_score"):
         render_figure("top_lists", {"id": "tl", "data": DATA, "options": {"patch_score": "median"}}, ctx)

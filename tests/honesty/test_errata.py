@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import json
+import math
 import re
+import subprocess
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -16,16 +19,22 @@ from .conftest import REPO, STUDY_FRONT, build_site, make_study_site
 ORGANISM = REPO / "bundles" / "organism"
 
 
-def _key_recovery(absolute: bool) -> tuple[float, float]:
+def _rows(*names):
+    return [r for n in names for r in rankstats.read_jsonl(ORGANISM / n) if r["kind"] in ("mlp", "head")]
+
+
+def _key() -> dict:
+    return {d: set(v["components"]) for d, v in json.loads((ORGANISM / "key.json").read_text())["dimensions"].items()}
+
+
+def _key_recovery(absolute: bool, patch_score: str) -> tuple[float, float]:
     """(attribution AUC, mean patching AUC minus it) over mlp and head components, mean patching
     join, averaged over dimensions: measure/runner/summary.py's point estimate, by rankstats alone."""
-    def rows(*names):
-        return [r for n in names for r in rankstats.read_jsonl(ORGANISM / n) if r["kind"] in ("mlp", "head")]
-    joined = rankstats.join_rows(rows("attribution_per_pair.jsonl", "heads_attribution_per_pair.jsonl"),
-                                 rows("patching_per_pair.jsonl", "heads_patching_per_pair.jsonl"), "mean")
-    key = {d: set(v["components"]) for d, v in json.loads((ORGANISM / "key.json").read_text())["dimensions"].items()}
+    joined = rankstats.join_rows(_rows("attribution_per_pair.jsonl", "heads_attribution_per_pair.jsonl"),
+                                 _rows("patching_per_pair.jsonl", "heads_patching_per_pair.jsonl"), "mean")
+    key = _key()
     attribution, patching = [], []
-    for dimension, comps in rankstats.component_scores(joined).items():
+    for dimension, comps in rankstats.component_scores(joined, patch_score).items():
         names = list(comps)
         member = [c in key[dimension] for c in names]
         attribution.append(rankstats.roc_auc([abs(comps[c][0]) if absolute else comps[c][0] for c in names], member))
@@ -34,24 +43,22 @@ def _key_recovery(absolute: bool) -> tuple[float, float]:
     return a, rankstats.mean(patching) - a
 
 
-class _AbsoluteKeyRecovery:
-    """Key recovery of the organism with attribution scored by its absolute value, point estimates
-    and the seed bootstrap the study's summary uses (measure/runner/summary.py: all seeds resampled
-    together, rankstats.seed_bootstrap with 1000 resamples, seed 0, 95%). Each seed's per-component
-    values are kept apart, so a resample only gathers lists instead of joining rows again."""
+class _CorrectedKeyRecovery:
+    """Key recovery of the organism as corrected: attribution scored by its absolute value, patching
+    by the one patch score (sum |effect| / sum |clean margin|, docs/statistics.md); point estimates
+    and the seed bootstrap the study's summary uses (measure/runner/summary.py: rankstats.seed_bootstrap
+    with 1000 resamples, seed 0, 95%). Each seed's per-component rows are kept apart, so a resample
+    only gathers lists instead of joining rows again."""
 
     def __init__(self):
-        def rows(*names):
-            return [r for n in names for r in rankstats.read_jsonl(ORGANISM / n) if r["kind"] in ("mlp", "head")]
-        joined = rankstats.join_rows(rows("attribution_per_pair.jsonl", "heads_attribution_per_pair.jsonl"),
-                                     rows("patching_per_pair.jsonl", "heads_patching_per_pair.jsonl"), "mean")
-        self.key = {d: set(v["components"])
-                    for d, v in json.loads((ORGANISM / "key.json").read_text())["dimensions"].items()}
-        self.values: dict = {}   # seed -> (dimension, component) -> ([attribution], [patch fraction])
+        joined = rankstats.join_rows(_rows("attribution_per_pair.jsonl", "heads_attribution_per_pair.jsonl"),
+                                     _rows("patching_per_pair.jsonl", "heads_patching_per_pair.jsonl"), "mean")
+        self.key = _key()
+        self.values: dict = {}   # seed -> (dimension, component) -> ([attribution], [patching row])
         for (dimension, _pair, component), (attr, patch) in sorted(joined.items()):
             cell = self.values.setdefault(attr["seed_id"], {}).setdefault((dimension, component), ([], []))
             cell[0].append(attr["attribution"])
-            cell[1].append(rankstats.patch_fraction(patch))
+            cell[1].append(patch)
         self.dimension = {seed: next(iter(cells))[0] for seed, cells in self.values.items()}
 
     def aucs(self, seeds) -> dict:
@@ -67,57 +74,91 @@ class _AbsoluteKeyRecovery:
             names = sorted(comps)
             member = [c in self.key[dimension] for c in names]
             out[dimension] = (rankstats.roc_auc([abs(rankstats.mean(comps[c][0])) for c in names], member),
-                              rankstats.roc_auc([rankstats.mean(comps[c][1]) for c in names], member))
+                              rankstats.roc_auc([rankstats.ratio_of_means(comps[c][1]) for c in names], member))
         return out
 
-    def overall(self, seeds) -> tuple[float, float]:
-        """(attribution AUC, patching minus attribution), averaged over the dimensions present."""
+    def overall(self, seeds) -> tuple[float, float, float]:
+        """(attribution AUC, patching AUC, patching minus attribution), averaged over the dimensions present."""
         got = self.aucs(seeds)
         a = rankstats.mean(v[0] for v in got.values())
-        return a, rankstats.mean(v[1] for v in got.values()) - a
+        p = rankstats.mean(v[1] for v in got.values())
+        return a, p, p - a
 
 
 def _organism_corrections() -> dict:
     text = (ORGANISM / "CORRECTIONS.md").read_text()
-    return {c.key_path: c for c in errata.parse(text, "bundles/organism/CORRECTIONS.md", "organism")}
+    return {c.key_path: c for c in errata.parse(text, "bundles/organism/CORRECTIONS.md", "organism")
+            if isinstance(c, errata.Correction)}
 
 
-def test_published_values_are_the_signed_score():
-    golden = json.loads((ORGANISM / "golden.json").read_text())["key_recovery"]["overall"]
-    signed_auc, signed_gap = _key_recovery(absolute=False)
-    assert round(signed_auc, 6) == golden["attribution_auc"]
-    assert round(signed_gap, 6) == golden["gap_patching_minus_attribution"]
+def _leaves(tree, path=()):
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            yield from _leaves(v, path + (k,))
+    elif isinstance(tree, list):
+        for i, v in enumerate(tree):
+            yield from _leaves(v, path + (str(i),))
+    else:
+        yield "/".join(path), tree
+
+
+def _golden_at(commit: str) -> dict:
+    shown = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:bundles/organism/golden.json"],
+                           capture_output=True, text=True, check=True)
+    return json.loads(shown.stdout, parse_float=Decimal)
+
+
+def test_published_values_are_the_signed_score_and_the_mean_of_ratios():
+    """What the note says was published is what the first definitions give from the committed rows."""
+    signed_auc, signed_gap = _key_recovery(absolute=False, patch_score="mean_ratio")
     notes = _organism_corrections()
-    assert notes["key_recovery/overall/attribution_auc"].published == golden["attribution_auc"]
-    assert notes["key_recovery/overall/gap_patching_minus_attribution"].published == golden["gap_patching_minus_attribution"]
+    assert notes["key_recovery/overall/attribution_auc"].published == round(signed_auc, 6)
+    assert notes["key_recovery/overall/gap_patching_minus_attribution"].published == round(signed_gap, 6)
 
 
-def test_corrected_values_are_the_auc_of_the_absolute_score():
-    auc, gap = _key_recovery(absolute=True)
+def test_corrected_values_are_the_absolute_score_and_the_one_patch_score():
+    auc, gap = _key_recovery(absolute=True, patch_score="ratio_of_means")
     notes = _organism_corrections()
     assert notes["key_recovery/overall/attribution_auc"].corrected == round(auc, 6)
     assert notes["key_recovery/overall/gap_patching_minus_attribution"].corrected == round(gap, 6)
+    # issue 26 item 6: the first correction, still on the mean of ratios, gave -0.016
+    assert round(_key_recovery(absolute=True, patch_score="mean_ratio")[1], 6) == -0.015712
+    assert round(gap, 3) == 0.043
 
 
-def test_corrected_per_dimension_values_are_the_auc_of_the_absolute_score():
-    """The per-dimension key recovery of attribution and the difference from patching, as the
-    correction note gives them: every dimension whose value the absolute score changes is corrected."""
-    kr = _AbsoluteKeyRecovery()
+def test_every_value_the_recomputation_changed_is_corrected_and_the_bundle_holds_it():
+    """Every number of golden.json that differs from the one published (published_in) has its
+    correction, whose published value is the old one and whose corrected value golden.json holds
+    (test_committed_bundles proves golden.json is today's code on the committed rows); nothing
+    unchanged is listed as corrected."""
+    notes = _organism_corrections()
+    commits = {c.published_in for c in notes.values()}
+    assert len(commits) == 1 and "" not in commits
+    then = dict(_leaves(_golden_at(commits.pop())))
+    now = dict(_leaves(json.loads((ORGANISM / "golden.json").read_text(), parse_float=Decimal)))
+    changed = {k for k, v in now.items() if isinstance(v, Decimal) and k in then and then[k] != v}
+    assert set(notes) == changed
+    for path in changed:
+        assert notes[path].published_exact == then[path] and notes[path].corrected_exact == now[path], path
+
+
+def test_corrected_per_dimension_values_are_recomputed_by_rankstats():
+    """The per-dimension key recovery of each method and their difference, as the note and the
+    bundle give them, recomputed from the rows by rankstats alone."""
+    kr = _CorrectedKeyRecovery()
     golden = json.loads((ORGANISM / "golden.json").read_text())["key_recovery"]["per_dimension"]
     notes = _organism_corrections()
     for dimension, (attribution, patching) in kr.aucs(sorted(kr.values)).items():
-        published = golden[dimension]
-        for field, value in (("attribution_auc", attribution), ("gap_patching_minus_attribution", patching - attribution)):
+        for field, value in (("attribution_auc", attribution), ("patching_auc", patching),
+                             ("gap_patching_minus_attribution", patching - attribution)):
+            assert golden[dimension][field] == round(value, 6), (dimension, field)
             path = f"key_recovery/per_dimension/{dimension}/{field}"
-            if round(value, 6) == published[field]:
-                assert path not in notes, f"{path} is unchanged by the correction, but the note corrects it"
-                continue
-            assert path in notes, f"{path}: published {published[field]}, {round(value, 6)} with the absolute score"
-            assert notes[path].published == published[field] and notes[path].corrected == round(value, 6)
+            if path in notes:
+                assert notes[path].corrected == round(value, 6)
 
 
-def test_corrected_intervals_are_the_seed_bootstrap_of_the_absolute_score():
-    kr = _AbsoluteKeyRecovery()
+def test_corrected_intervals_are_the_seed_bootstrap_of_the_corrected_scores():
+    kr = _CorrectedKeyRecovery()
     seeds = sorted(kr.values)
     cache: dict = {}
 
@@ -129,12 +170,48 @@ def test_corrected_intervals_are_the_seed_bootstrap_of_the_absolute_score():
 
     notes = _organism_corrections()
     settings = {"resamples": 1000, "seed": 0, "level": 0.95}   # measure/runner/summary.py's BOOTSTRAP
-    auc = rankstats.seed_bootstrap(seeds, lambda s: overall(s)[0], **settings)
-    gap = rankstats.seed_bootstrap(seeds, lambda s: overall(s)[1], **settings)
-    for path, interval in (("key_recovery/overall/attribution_ci", auc), ("key_recovery/overall/gap_ci", gap)):
+    for path, which in (("key_recovery/overall/attribution_ci", 0), ("key_recovery/overall/patching_ci", 1),
+                        ("key_recovery/overall/gap_ci", 2)):
+        interval = rankstats.seed_bootstrap(seeds, lambda s: overall(s)[which], **settings)
         for end in (0, 1):
             assert notes[f"{path}/{end}"].corrected == round(interval[end], 6), (path, interval)
     assert round(overall(seeds)[0], 6) == notes["key_recovery/overall/attribution_auc"].corrected
+
+
+def test_the_planted_study_needs_no_correction_the_two_patch_scores_coincide_there():
+    """docs/statistics.md: planted-v2 was computed with the mean of per-pair ratios; every pair of
+    a rule has the same clean margin, so the one patch score gives the same rhos and the same
+    key-recovery headline, and no published number changes."""
+    from bundle_kit import keyrecovery
+    planted = REPO / "bundles" / "planted-v2"
+    golden = json.loads((planted / "golden.json").read_text())
+    attr = rankstats.read_jsonl(planted / "attribution_per_pair.jsonl")
+    patch = rankstats.read_jsonl(planted / "patching_per_pair.jsonl")
+    joined = rankstats.join_rows(attr, patch, "mean")
+    ratios, sums = (rankstats.component_scores(joined, s) for s in ("mean_ratio", "ratio_of_means"))
+    assert max(abs(ratios[d][c][1] - sums[d][c][1]) for d in ratios for c in ratios[d]) < 1e-5
+    rhos = rankstats.dimension_rhos(sums)
+    assert {d: round(v, 6) for d, v in rhos.items()} == golden["per_dimension_rho"]
+    assert round(rankstats.mean(rhos.values()), 6) == golden["mean_rho"]
+    # the primary key-recovery headline with mean patching scored as a ratio of sums
+    heads = rankstats.read_jsonl(planted / "heads_patching_per_pair.jsonl")
+    key = json.loads((planted / "key.json").read_text())
+    table = keyrecovery.pair_table(attr + rankstats.read_jsonl(planted / "heads_attribution_per_pair.jsonl"),
+                                   patch + heads)
+    moved: dict = {}
+    for r in patch + heads:
+        if r["mode"] == "mean":
+            cell = moved.setdefault(r["dimension"], {}).setdefault(r["component"], [0.0, 0.0])
+            cell[0] += abs(r["effect"])
+            cell[1] += abs(r["clean_margin"])
+    primary = keyrecovery.PRIMARY
+    values = []
+    for d in sorted(key["dimensions"]):
+        names = table[d]["components"]
+        scores = [moved[d][c][0] / moved[d][c][1] for c in names]
+        scores = [v if v >= primary["floor"] else 0.0 for v in scores]
+        values.append(keyrecovery.metric(scores, names, key["dimensions"][d]["keys"][primary["key"]], primary["metric"]))
+    assert round(math.fsum(values) / len(values), 6) == golden["key_recovery"]["headline"]["patching"]["value"]
 
 
 GOOD = """# Notes
@@ -305,3 +382,56 @@ def test_the_page_lists_a_withdrawn_claim_and_its_header_counts_it(tmp_path):
             '(<a href="../../source/bundles/tiny/CORRECTIONS.md.html#L3">correction note</a>, 2026-12-02). '
             "The test could not have passed") in section
     assert "source/bundles/tiny/CORRECTIONS.md.html" in result.files
+
+
+def _commit_all(root: Path) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(root),
+           "PATH": "/usr/bin:/bin"}
+    if not (root / ".git").exists():
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
+    subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", "published"], check=True, env=env)
+    return subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def _recomputed_site(tmp_path, published: str, corrected: str | None = None):
+    """The tiny study published with a wrong mean_rho (-0.3), then its golden.json recomputed (the
+    right one) with a note that names the commit that published the old value."""
+    root = make_study_site(tmp_path, STUDY_FRONT, "## Result\n\nThe mean rho is {{ golden.json#mean_rho }}.\n")
+    golden = root / "bundles/tiny/golden.json"
+    right = golden.read_text()
+    golden.write_text(right.replace(f'"mean_rho": {_tiny_mean_rho()!r}', '"mean_rho": -0.3'))
+    commit = _commit_all(root)
+    golden.write_text(right)
+    note = GOOD.format(published=published).replace(
+        "- corrected: 0.5", f"- published_in: {commit}\n- corrected: {corrected or repr(_tiny_mean_rho())}")
+    (root / "bundles/tiny/CORRECTIONS.md").write_text(note)
+    return build_site(root)
+
+
+def test_a_recomputed_bundle_is_checked_against_the_commit_that_published_it(tmp_path):
+    """published_in: the published value is golden.json's at that commit, the corrected one is
+    today's, and a page may quote today's bare; the page still lists the correction."""
+    result, errors = _recomputed_site(tmp_path, "-0.3")
+    assert errors == []
+    html = result.files["studies/tiny/index.html"].decode()
+    assert '<a href="#corrections">1 published value corrected</a>' in html
+
+
+@pytest.mark.parametrize("published, corrected, message", [
+    ("0.123", None, "published is 0.123, but bundles/tiny/golden.json at "),
+    ("-0.3", "0.6", "corrected is 0.6, but bundles/tiny/golden.json"),
+])
+def test_a_recomputed_bundle_refuses_values_neither_commit_holds(tmp_path, published, corrected, message):
+    _result, errors = _recomputed_site(tmp_path, published, corrected)
+    assert len(errors) == 1 and message in errors[0], errors
+
+
+def test_published_in_must_be_a_full_commit_id():
+    note = GOOD.format(published="0.1").replace("- corrected:", "- published_in: 9e0c159\n- corrected:")
+    with pytest.raises(BuildError) as caught:
+        errata.parse(note, "bundles/tiny/CORRECTIONS.md", "tiny")
+    assert caught.value.where == "bundles/tiny/CORRECTIONS.md:5"
+    assert "full commit id" in caught.value.message

@@ -53,8 +53,9 @@ def test_bundle_has_every_file(first):
     assert golden["counts"]["pairs"] == 12
     assert golden["counts"]["patching_rows"] == 12 * 4 * 3
     assert golden["counts"]["heads_patching_rows"] == 12 * 8 * 3
-    assert list(golden)[:8] == ["study", "model", "rank_mode", "components_compared", "tolerance",
+    assert list(golden)[:9] == ["study", "model", "rank_mode", "patch_score", "components_compared", "tolerance",
                                 "counts", "mean_rho", "per_dimension_rho"]
+    assert golden["patch_score"] == "ratio_of_means"   # the one patch score (docs/statistics.md)
     manifest = json.loads((out / "manifest.json").read_text())
     for field in ("weights_sha256", "data_sha256", "packages", "device", "dtype", "git", "wall_time_s"):
         assert field in manifest
@@ -71,8 +72,8 @@ def test_golden_rhos_come_from_the_rows_as_written(first):
     out = first["out"]
     attr = read_jsonl(out / "attribution_per_pair.jsonl")
     patch = read_jsonl(out / "patching_per_pair.jsonl")
-    scores = rankstats.component_scores(rankstats.join_rows(attr, patch, "mean"))
     golden = json.loads((out / "golden.json").read_text())
+    scores = rankstats.component_scores(rankstats.join_rows(attr, patch, "mean"), golden["patch_score"])
     for dimension, comps in scores.items():
         names = list(comps)
         x = [comps[c][0] for c in names]

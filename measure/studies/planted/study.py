@@ -121,7 +121,12 @@ def run(out: Path, runs_dir: Path | None = None, organisms=ORGANISMS, threads: i
     summary_check = {k: v for k, v in key_check.items() if k != "per_organism"}
     extra = {"attribution_sum_gap": attribution_gap(written["attribution"]), "key_check": summary_check,
              "key_recovery": recovery, "validity": validity(key_check, recovery)}
-    summary = golden(STUDY, identity["model"], identity, written, None, contract.TOLERANCE, extra)
+    # The committed planted-v2 bundle was computed with the mean of per-pair ratios, the form its
+    # registrations froze (keyrecovery's `site` aggregation). Every pair of a rule has the same
+    # clean margin by construction, so it equals the one patch score (docs/statistics.md) within
+    # 6e-6 on every component; kept so that a rerun makes the committed numbers, now naming it.
+    summary = golden(STUDY, identity["model"], identity, written, None, contract.TOLERANCE, extra,
+                     patch_score="mean_ratio")
     write_atomic(out / contract.GOLDEN, json_text(summary))
     write_atomic(out / contract.README, bundle_readme(STUDY, summary, False, mode=mode) + KEY_README)
     manifest = {"study": STUDY, **identity, "packages": versions(), "threads": threads, "numerics": mode,
