@@ -121,7 +121,7 @@ class State:
         self.data = {"format": FORMAT, "digests": data.get("digests", {}), "pages": data.get("pages", {}),
                      "outputs": data.get("outputs", {}), "assets": data.get("assets", {}),
                      "bundles": data.get("bundles", {}), "figures": data.get("figures", {}),
-                     "sources": data.get("sources", {})}
+                     "sources": data.get("sources", {}), "registrations": data.get("registrations", {})}
         self.digests = Digests(self.data["digests"])
 
     def blob(self, digest: str) -> bytes | None:
@@ -147,6 +147,7 @@ class State:
         found |= set(data["assets"].get("files", {}).values())
         found |= {e["zip"] for e in data["bundles"].values() if "zip" in e}
         found |= {e["blob"] for e in data["sources"].values()}
+        found |= set(data["registrations"].get("files", {}).values())
         return found
 
     def collect_blobs(self) -> None:
@@ -417,11 +418,13 @@ class PageMemo:
         "bundle"        (study, members)     its bundles.Bundle (stage bundle)
         "source view"   a fixture's path     its line-numbered view page (stage publish)
         "figure assets" None                 the figure runtime's files (stage publish)
+        "registration pages" their inputs    the registration pages' files (stage publish)
         """
         if not self.enabled:
             return make()
         kinds = {"figures": self._places, "page": self._page, "page files": self._page_files,
-                 "bundle": self._bundle, "source view": self._source_view, "figure assets": self._figure_assets}
+                 "bundle": self._bundle, "source view": self._source_view, "figure assets": self._figure_assets,
+                 "registration pages": self._registration_pages}
         return kinds[what](subject, make)
 
     def _places(self, page, make) -> list:
@@ -558,6 +561,21 @@ class PageMemo:
         self._assets = make()
         return self._assets
 
+    def _registration_pages(self, inputs: str, make) -> dict:
+        """The registration pages and their index, reused while what they are rendered from is
+        unchanged: `inputs` (honesty's pages_inputs: every verified registration in full, the study
+        URLs), the navigation, and the context (the commit, site.yaml, registrations/ and
+        reproductions/, the generator and its templates)."""
+        key = _json_sha([self.context, self.nav, inputs])
+        entry = self.state.data["registrations"]
+        if entry.get("key") == key:
+            blobs = {rel: self.state.blob(d) for rel, d in entry["files"].items()}
+            if all(v is not None for v in blobs.values()):
+                return blobs
+        made = make()
+        self._registrations = (key, made)
+        return made
+
     def commit(self) -> None:
         """The build succeeded: save the rendered pages' entries (and the figure assets). A cache
         that cannot be written costs the next build its speed, never this build its success."""
@@ -582,6 +600,9 @@ class PageMemo:
                                                 "fields": fields}
         self.state.data["sources"] = {**self.sources_seen, **{rel: {"key": key, "blob": self.state.put_blob(data)}
                                                               for rel, (key, data) in self.new_sources.items()}}
+        if getattr(self, "_registrations", None) is not None:
+            key, made = self._registrations
+            self.state.data["registrations"] = {"key": key, "files": {n: self.state.put_blob(d) for n, d in made.items()}}
         if getattr(self, "_assets", None) is not None:
             self.state.data["assets"] = {"key": self.context,
                                          "files": {n: self.state.put_blob(d) for n, d in self._assets.items()}}
