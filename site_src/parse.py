@@ -100,9 +100,15 @@ def _fast_compose(text: str):
     reads, refusing it with the same message and line as always. libyaml's event stream is read
     first (an iterative parser: no input can make it recurse) and must show no anchor or alias,
     collections nested less than MAX_DEPTH deep and fewer than MAX_NODES nodes; only then does
-    libyaml's composer, which recurses once a level, build the tree. (It was taken only for texts
-    with fewer than MAX_DEPTH indicator characters, which no glossary or record is.)"""
-    if _FAST is None or len(text) >= MAX_NODES or not _within_bounds_events(text):
+    libyaml's composer, which recurses once a level, build the tree. A text with fewer than
+    MAX_DEPTH indicator characters and no anchor or alias mark skips that first reading (it was
+    once the only kind of text taken here; no glossary or record is one)."""
+    if _FAST is None or len(text) >= MAX_NODES:
+        return None
+    # a text with no anchor or alias mark and fewer indicator characters than MAX_DEPTH (front
+    # matter, a block) cannot reach the bounds: no need to read its events first
+    small = "&" not in text and "*" not in text and sum(map(text.count, "[{-:?")) < MAX_DEPTH
+    if not small and not _within_bounds_events(text):
         return None
     loader = _FAST(text)
     try:
