@@ -10,13 +10,11 @@
 """
 from __future__ import annotations
 
-import ctypes
 import errno
 import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -30,6 +28,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    import tempfile   # here, not at the top: a no-op build writes nothing and should not import it
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -60,6 +59,7 @@ def staging_dir(target: Path) -> Path:
         if not target.exists() and (leftover / _ASIDE).is_dir():
             os.replace(leftover / _ASIDE, target)
         shutil.rmtree(leftover, ignore_errors=True)
+    import tempfile
     path = Path(tempfile.mkdtemp(dir=target.parent, prefix=_staging_prefix(target)))
     os.chmod(path, 0o755)  # mkdtemp makes 0700; a bundle is an ordinary readable folder
     return path
@@ -71,6 +71,7 @@ _AT_FDCWD = -100
 
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    import ctypes   # here: only a swap needs it, and importing it was a twentieth of a no-op build
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2
@@ -100,6 +101,7 @@ def replace_dir(staged: Path, target: Path) -> None:
     if _exchange(staged, target):
         shutil.rmtree(staged)  # now the old folder
         return
+    import tempfile
     aside = Path(tempfile.mkdtemp(dir=target.parent, prefix=_staging_prefix(target)))
     os.replace(target, aside / _ASIDE)
     try:

@@ -33,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -73,9 +74,14 @@ class Digests:
             info = os.lstat(path)
         except OSError:
             return "missing"
-        if os.path.islink(path):
-            return "link:" + os.readlink(path)
-        if not os.path.isfile(path):
+        # read from the one lstat: a link is never followed, and what is not a link is a file
+        # exactly when its own mode says so
+        if stat.S_ISLNK(info.st_mode):
+            try:
+                return "link:" + os.readlink(path)
+            except OSError:
+                return "missing"
+        if not stat.S_ISREG(info.st_mode):
             return "not-a-file"
         sig = [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
         prev = self.old.get(key)
@@ -115,7 +121,7 @@ class State:
         self.data = {"format": FORMAT, "digests": data.get("digests", {}), "pages": data.get("pages", {}),
                      "outputs": data.get("outputs", {}), "assets": data.get("assets", {}),
                      "bundles": data.get("bundles", {}), "figures": data.get("figures", {}),
-                     "sources": data.get("sources", {})}
+                     "sources": data.get("sources", {}), "registrations": data.get("registrations", {})}
         self.digests = Digests(self.data["digests"])
 
     def blob(self, digest: str) -> bytes | None:
@@ -141,6 +147,7 @@ class State:
         found |= set(data["assets"].get("files", {}).values())
         found |= {e["zip"] for e in data["bundles"].values() if "zip" in e}
         found |= {e["blob"] for e in data["sources"].values()}
+        found |= set(data["registrations"].get("files", {}).values())
         return found
 
     def collect_blobs(self) -> None:
@@ -178,18 +185,27 @@ def generator_version(digests: Digests, root: Path) -> str:
     here = Path(__file__).resolve().parents[1]
     parts = [sys.version, FORMAT]
     for name in _PACKAGE_DIRS:
-        base = here / name
-        for path in sorted(base.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-                parts.append((path.relative_to(here).as_posix(), digests.file(path)))
-    templates = Path(root) / "templates"
-    for path in sorted(templates.rglob("*")) if templates.is_dir() else ():
-        if path.is_file():
-            parts.append((path.relative_to(root).as_posix(), digests.file(path)))
+        parts.extend((rel, digests.file(path)) for rel, path in _files_under(here, name)
+                     if "__pycache__" not in rel.split("/") and not rel.endswith(".pyc"))
+    parts.extend((rel, digests.file(path)) for rel, path in _files_under(Path(root), "templates"))
     from . import browser_check   # the runtime a study page's "Run the check here" publishes
     parts.append(("browser check", browser_check.fingerprint(root, digests.file)))
     parts.extend(library_versions(LIBRARIES))
     return _json_sha(parts)
+
+
+def _files_under(base: Path, folder: str) -> list:
+    """[(path relative to `base`, '/'-separated; full path)] of the files under base/folder
+    (links to files included, as Path.is_file counts them; links to folders not entered), sorted
+    part by part: what sorted(rglob('*')) gave, without a Path per file."""
+    found, top = [], os.path.join(base, folder)
+    prefix = os.path.join(base, "")
+    for where, dirs, names in os.walk(top):
+        for name in names:
+            path = os.path.join(where, name)
+            if os.path.isfile(path):
+                found.append((path[len(prefix):].replace(os.sep, "/"), path))
+    return sorted(found, key=lambda item: item[0].split("/"))
 
 
 def _normal(name: str) -> str:
@@ -240,7 +256,8 @@ def _tree_key(root: Path, out: Path, state: State) -> str | None:
     except OSError:
         return None
     names = sorted({n.decode("utf-8", "surrogateescape") for n in tracked + others if n})
-    files = [(n, digests) for n, digests in ((n, state.digests.file(root / n)) for n in names)]
+    base = os.path.join(root, "")   # joined as strings: a Path per file was a fifth of a no-op
+    files = [(n, state.digests.file(base + n)) for n in names]
     return _json_sha([FORMAT, str(out), generator_version(state.digests, root), _facts_key(root),
                       [n.decode("utf-8", "surrogateescape") for n in tracked if n], files])
 
@@ -250,12 +267,14 @@ def _output_signature(folder: Path) -> list:
     size, mtime, ctime and inode: a file added, removed or written there makes the next build a
     real one. The ctime matters: an edit can restore the size and the mtime, never the ctime."""
     sig = []
+    base = os.path.join(folder, "")
     for top, dirs, names in os.walk(folder):
         dirs.sort()
+        # os.walk's `top` starts with `folder` as given: the relative path is the rest of it
+        prefix = os.path.join(top, "")[len(base):]
         for name in sorted(names + [d for d in dirs if os.path.islink(os.path.join(top, d))]):
-            path = os.path.join(top, name)
-            info = os.lstat(path)
-            sig.append([os.path.relpath(path, folder), info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino])
+            info = os.lstat(os.path.join(top, name))
+            sig.append([prefix + name, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino])
     return sig
 
 
@@ -284,8 +303,9 @@ def up_to_date(root: Path, out: Path) -> dict | None:
             if Path(os.path.realpath(out)) != live:
                 return None     # another build swapped in meanwhile
             recorded = entry.get("sha256", {})
+            base = os.path.join(live, "")
             # read and hashed a block at a time: the whole site (its zips included) is never in memory
-            if not all(recorded.get(rel) == _file_sha(live / rel) for rel in entry["files"]):
+            if not all(recorded.get(rel) == _file_sha(base + rel) for rel in entry["files"]):
                 return None     # a page changed in place: trust no output that is not what was written
             if state.digests.hashed:   # files hashed while too fresh to trust: keep their digests now
                 _save_digests(root, state)
@@ -398,11 +418,13 @@ class PageMemo:
         "bundle"        (study, members)     its bundles.Bundle (stage bundle)
         "source view"   a fixture's path     its line-numbered view page (stage publish)
         "figure assets" None                 the figure runtime's files (stage publish)
+        "registration pages" their inputs    the registration pages' files (stage publish)
         """
         if not self.enabled:
             return make()
         kinds = {"figures": self._places, "page": self._page, "page files": self._page_files,
-                 "bundle": self._bundle, "source view": self._source_view, "figure assets": self._figure_assets}
+                 "bundle": self._bundle, "source view": self._source_view, "figure assets": self._figure_assets,
+                 "registration pages": self._registration_pages}
         return kinds[what](subject, make)
 
     def _places(self, page, make) -> list:
@@ -539,6 +561,21 @@ class PageMemo:
         self._assets = make()
         return self._assets
 
+    def _registration_pages(self, inputs: str, make) -> dict:
+        """The registration pages and their index, reused while what they are rendered from is
+        unchanged: `inputs` (honesty's pages_inputs: every verified registration in full, the study
+        URLs), the navigation, and the context (the commit, site.yaml, registrations/ and
+        reproductions/, the generator and its templates)."""
+        key = _json_sha([self.context, self.nav, inputs])
+        entry = self.state.data["registrations"]
+        if entry.get("key") == key:
+            blobs = {rel: self.state.blob(d) for rel, d in entry["files"].items()}
+            if all(v is not None for v in blobs.values()):
+                return blobs
+        made = make()
+        self._registrations = (key, made)
+        return made
+
     def commit(self) -> None:
         """The build succeeded: save the rendered pages' entries (and the figure assets). A cache
         that cannot be written costs the next build its speed, never this build its success."""
@@ -563,6 +600,9 @@ class PageMemo:
                                                 "fields": fields}
         self.state.data["sources"] = {**self.sources_seen, **{rel: {"key": key, "blob": self.state.put_blob(data)}
                                                               for rel, (key, data) in self.new_sources.items()}}
+        if getattr(self, "_registrations", None) is not None:
+            key, made = self._registrations
+            self.state.data["registrations"] = {"key": key, "files": {n: self.state.put_blob(d) for n, d in made.items()}}
         if getattr(self, "_assets", None) is not None:
             self.state.data["assets"] = {"key": self.context,
                                          "files": {n: self.state.put_blob(d) for n, d in self._assets.items()}}

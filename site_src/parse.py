@@ -96,11 +96,19 @@ _FAST = getattr(yaml, "CSafeLoader", None)   # libyaml's parser, where PyYAML wa
 
 def _fast_compose(text: str):
     """(node tree, loader) by libyaml, about ten times faster, for a text that cannot reach the
-    bounds (no anchor or alias, fewer nesting marks than MAX_DEPTH, fewer characters than
-    MAX_NODES) and has no duplicate key; None for any other text, which the bounded composer
-    then reads, refusing it with the same message and line as always."""
-    if (_FAST is None or len(text) >= MAX_NODES or "&" in text or "*" in text
-            or sum(map(text.count, "[{-:?")) >= MAX_DEPTH):
+    bounds and has no duplicate key; None for any other text, which the bounded composer then
+    reads, refusing it with the same message and line as always. libyaml's event stream is read
+    first (an iterative parser: no input can make it recurse) and must show no anchor or alias,
+    collections nested less than MAX_DEPTH deep and fewer than MAX_NODES nodes; only then does
+    libyaml's composer, which recurses once a level, build the tree. A text with fewer than
+    MAX_DEPTH indicator characters and no anchor or alias mark skips that first reading (it was
+    once the only kind of text taken here; no glossary or record is one)."""
+    if _FAST is None or len(text) >= MAX_NODES:
+        return None
+    # a text with no anchor or alias mark and fewer indicator characters than MAX_DEPTH (front
+    # matter, a block) cannot reach the bounds: no need to read its events first
+    small = "&" not in text and "*" not in text and sum(map(text.count, "[{-:?")) < MAX_DEPTH
+    if not small and not _within_bounds_events(text):
         return None
     loader = _FAST(text)
     try:
@@ -112,6 +120,35 @@ def _fast_compose(text: str):
         loader.dispose()
         return None
     return node, loader
+
+
+_OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+
+
+def _within_bounds_events(text: str) -> bool:
+    """Whether libyaml parses `text` into events with no anchor or alias, collections nested
+    less than MAX_DEPTH deep and fewer than MAX_NODES nodes (False for a text it cannot parse)."""
+    depth = nodes = 0
+    try:
+        for event in yaml.parse(text, Loader=_FAST):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                return False
+            if isinstance(event, _OPEN):
+                depth += 1
+                if depth >= MAX_DEPTH:   # its scalars would be one deeper
+                    return False
+            elif isinstance(event, _CLOSE):
+                depth -= 1
+                continue
+            elif not isinstance(event, yaml.ScalarEvent):
+                continue
+            nodes += 1
+            if nodes >= MAX_NODES:
+                return False
+    except yaml.YAMLError:
+        return False
+    return True
 
 
 def _has_duplicate_key(root) -> bool:

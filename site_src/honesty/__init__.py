@@ -13,7 +13,7 @@ Every problem is added to the build's error list with the file and line an autho
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 from ..errors import BuildError
@@ -171,10 +171,34 @@ class Honesty:
             return None
         return fixture if isinstance(fixture, Structured) else None
 
+    def pages_inputs(self) -> str:
+        """Everything `pages` renders from besides the templates, the navigation and site.yaml: each
+        verified registration in full (its record, value, verdict, supersession), the study pages'
+        URLs and whether registrations/ exists, as one text. The page cache keys the rendered pages
+        by it (a repr that is not stable only costs the cache its hits)."""
+        verified = sorted(self.registrations, key=lambda v: v.registration.id)
+        urls = sorted(getattr(self, "study_urls", {}).items())
+        return repr(_canonical((verified, urls, (self.root / "registrations").is_dir())))
+
     def pages(self, render) -> dict[str, bytes]:
         """The registration pages and their index, rendered with `render(template, prefix, **context)`."""
         from .site_pages import registration_pages
         return registration_pages(self, render)
+
+
+def _canonical(value):
+    """`value` as nested tuples whose repr says everything it holds: a dataclass by its fields, a
+    mapping by its items in sorted order (a record read back from the verdict cache has its keys
+    sorted; one read from its file, in the file's order, which its text, also held, fixes)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return (type(value).__name__, tuple((f.name, _canonical(getattr(value, f.name))) for f in fields(value)))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted(((repr(_canonical(k)), _canonical(v)) for k, v in value.items()), key=repr)))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_canonical(v) for v in value))
+    if isinstance(value, (set, frozenset)):
+        return ("set", tuple(sorted(repr(_canonical(v)) for v in value)))
+    return value
 
 
 def _line_of(page, expression: str, key_path: str) -> int:

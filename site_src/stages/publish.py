@@ -42,9 +42,12 @@ def publish(bundled: Bundled, reuse: Reuse = make_anew) -> BuildResult:
             errors.add(BuildError(f"bundles: {exc}"))
         out.update(check.public_files())
     try:
-        out.update(site.honesty.pages(lambda template, prefix, **ctx: reader.word_boundaries(reader.breakable_code(
-            site.jinja.get_template(template).render(**_common(site, None, prefix), description=ctx.get("summary", ""),
-                                                     **ctx)))))
+        # the same pages while the registrations' verdicts, values and study links, the navigation,
+        # the commit and the generator are (site_src/incremental.py: "registration pages")
+        out.update(reuse("registration pages", site.honesty.pages_inputs(), lambda: site.honesty.pages(
+            lambda template, prefix, **ctx: reader.word_boundaries(reader.breakable_code(
+                site.jinja.get_template(template).render(**_common(site, None, prefix),
+                                                         description=ctx.get("summary", ""), **ctx))))))
     except jinja2.TemplateError as exc:
         errors.add(BuildError(f"template error in the registration pages: {exc}"))
     used = dict(rendered.used)

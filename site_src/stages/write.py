@@ -27,22 +27,26 @@ def write_tree(files: dict, target: Path, names=None, previous: Path | None = No
     # the old build is never followed out of it (one walk, not a realpath per file)
     kept = _regular_files(Path(os.path.realpath(previous))) if previous is not None else set()
     made: set = set()
+    # paths joined as strings: a Path per file was a quarter of the writing
+    base, old_base = os.path.join(target, ""), os.path.join(previous, "") if previous is not None else ""
     for rel in sorted(files) if names is None else names:
-        path = target / rel
-        if path.parent not in made:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            made.add(path.parent)
+        path = base + rel
+        parent = os.path.dirname(path)
+        if parent not in made:
+            os.makedirs(parent, exist_ok=True)
+            made.add(parent)
         data = files[rel]
-        if rel in kept and _same_as(previous / rel, data):
+        if rel in kept and _same_as(old_base + rel, data):
             try:
-                os.link(previous / rel, path)
+                os.link(old_base + rel, path)
                 continue
             except OSError:
                 pass   # a file system without hard links: write it
         if isinstance(data, CopiedFile):
             shutil.copyfile(data.path, path)
         else:
-            path.write_bytes(data)
+            with open(path, "wb") as handle:
+                handle.write(data)
 
 
 def _regular_files(folder: Path) -> set:
@@ -65,12 +69,12 @@ def _regular_files(folder: Path) -> set:
 _BLOCK = 1 << 20
 
 
-def _same_as(old: Path, data) -> bool:
+def _same_as(old: str, data) -> bool:
     """Whether the file `old` holds `data` (bytes, or the bytes of a CopiedFile), compared a
     block at a time: a build's zips and fixture copies are never held whole a second time."""
     try:
-        size = data.path.stat().st_size if isinstance(data, CopiedFile) else len(data)
-        if old.stat().st_size != size:
+        size = os.stat(data.path).st_size if isinstance(data, CopiedFile) else len(data)
+        if os.stat(old).st_size != size:
             return False
         with open(old, "rb") as mine, (open(data.path, "rb") if isinstance(data, CopiedFile) else io.BytesIO(data)) as theirs:
             while True:
