@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import shutil
 import subprocess
 import sys
@@ -52,20 +51,6 @@ def shaped_model(folder: Path) -> Path:
     return folder
 
 
-def stand_in_baselines(path: Path) -> Path:
-    """Random held-out baseline margins for every evaluation pair."""
-    from measure.studies.realprefs.data import load_pairs
-    from measure.studies.realprefs.split import load_split
-
-    pairs = load_pairs()
-    side = load_split(pairs)
-    rng = random.Random(0)
-    path.write_text("".join(json.dumps({"pair_id": p.pair_id, "margin_length": rng.choice([-1.0, 1.0]),
-                                        "margin_bag_of_words": rng.gauss(0, 1), "margin_frozen_trunk": rng.gauss(0, 1)})
-                            + "\n" for p in pairs if side[p.pair_id] == "eval"), encoding="utf-8")
-    return path
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None, help="work folder (default: a temporary one)")
@@ -78,7 +63,7 @@ def main() -> int:
 
     work = args.out or Path(tempfile.mkdtemp(prefix="realprefs-bundle-"))
     work.mkdir(parents=True, exist_ok=True)
-    heldout.BASELINE_ROWS = stand_in_baselines(work / "baselines_eval.jsonl")
+    heldout.BASELINE_ROWS = heldout.stand_in_baselines(work / "baselines_eval.jsonl")
     model = shaped_model(work / "model")
     started = time.time()
     result = run_study(StudyConfig(model=str(model), study="realprefs", out=work / "bundle", max_pairs=args.max_pairs,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import shutil
 import subprocess
 import sys
@@ -55,21 +54,6 @@ def make_tiny(folder: Path) -> Path:
     return folder
 
 
-def fake_baselines(path: Path) -> Path:
-    """Held-out baseline margins for every evaluation pair, drawn at random (the real ones come
-    from `python -m measure.studies.realprefs.baselines`)."""
-    from measure.studies.realprefs.data import load_pairs
-    from measure.studies.realprefs.split import load_split
-
-    pairs = load_pairs()
-    side = load_split(pairs)
-    rng = random.Random(0)
-    path.write_text("".join(json.dumps({"pair_id": p.pair_id, "margin_length": rng.choice([-1.0, 1.0]),
-                                        "margin_bag_of_words": rng.gauss(0, 1), "margin_frozen_trunk": rng.gauss(0, 1)})
-                            + "\n" for p in pairs if side[p.pair_id] == "eval"), encoding="utf-8")
-    return path
-
-
 def _files(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.name != contract.MANIFEST}
 
@@ -78,7 +62,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("realprefs_study")
     mp = pytest.MonkeyPatch()
-    mp.setattr(heldout, "BASELINE_ROWS", fake_baselines(root / "baselines_eval.jsonl"))
+    mp.setattr(heldout, "BASELINE_ROWS", heldout.stand_in_baselines(root / "baselines_eval.jsonl"))
     yield make_tiny(root / "model"), root
     mp.undo()
 

@@ -108,3 +108,21 @@ def files(plan) -> dict[str, str]:
     heads = {"objectives": names, "weight": model.heads.weight.detach().double().tolist(),
              "bias": model.heads.bias.detach().double().tolist()}
     return {localize.FILES["heldout"]: jsonl_text(rows), localize.WEIGHTS: json_text(heads, 8)}
+
+
+def stand_in_baselines(path, seed: int = 0):
+    """Random baseline margins for every evaluation pair, written to `path` in the layout of
+    `BASELINE_ROWS`: a stand-in for the tests and benchmarks that run the study on a small model
+    without the real baselines (`python -m measure.studies.realprefs.baselines` makes those)."""
+    import random
+
+    from measure.studies.realprefs.data import load_pairs
+    from measure.studies.realprefs.split import load_split
+
+    pairs = load_pairs()
+    side = load_split(pairs)
+    rng = random.Random(seed)
+    path.write_text("".join(json.dumps({"pair_id": p.pair_id, "margin_length": rng.choice([-1.0, 1.0]),
+                                        "margin_bag_of_words": rng.gauss(0, 1), "margin_frozen_trunk": rng.gauss(0, 1)})
+                            + "\n" for p in pairs if side[p.pair_id] == "eval"), encoding="utf-8")
+    return path
