@@ -82,12 +82,11 @@ def receipt_html(jinja, resolved: Resolved, text: str, rid: str, prefix: str) ->
 def _derivable(href: str, computed: bool, source: str) -> bool:
     """Whether site.js reads `source` back from `href`. Only a path spelled as urls.url_path spells
     it counts, where decodeURIComponent and unquote agree (no stray `%` for script to throw on)."""
-    try:
-        derived = source_from_href(href, computed)
-    except UnicodeDecodeError:
+    match = _SOURCE_LINK.fullmatch(href)
+    # a path that url_path spells back is valid percent-encoded UTF-8: the strict decode cannot fail
+    if match is None or url_path(unquote(match.group(1))) != match.group(1):
         return False
-    encoded = _SOURCE_LINK.fullmatch(href)
-    return derived == source and url_path(unquote(encoded.group(1))) == encoded.group(1)
+    return source_from_href(href, computed) == source
 
 
 def provenance_row(resolved: Resolved, text: str, rid: str, prefix: str) -> dict:
