@@ -68,6 +68,7 @@ def make_env(files: RepoFiles) -> jinja2.Environment:
                              bytecode_cache=CompiledTemplates(files.root, repr(sorted(options.items()))))
     env.globals.update(table_wrap=table_wrap)  # the one table wrapper (site_src/tablewrap.py)
     env.filters["keep_units"] = typography.keep_units  # "80 %" never breaks (site_src/typography.py)
+    env.tests["identifier"] = typography.is_identifier  # a name from code or data is set as code
     env.globals.update(csp.template_globals())  # every page's Content-Security-Policy (site_src/csp.py)
     return env
 
