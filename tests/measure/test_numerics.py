@@ -96,7 +96,7 @@ from measure.studies.organism import data as od, train as t
 s = dict(t.SETTINGS)
 t.deterministic(s["seed"])
 rows = t.make_data(s)["train"][:512]
-ids, idx = t._encode(word_tokenizer(list(SPECIALS) + od.vocabulary()), rows)
+ids, idx = t.encode(word_tokenizer(list(SPECIALS) + od.vocabulary()), rows)
 model = t.new_model(s, len(SPECIALS) + len(od.vocabulary()))
 losses = t.fit(model, ids, idx, s, progress=False, steps=4)
 digest = hashlib.sha256()

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from measure.runner.jsonio import read_jsonl
+from measure.instruments import resample
 from measure.studies.planted import circuits, verify
 from measure.studies.planted import data as pdata
 from measure.studies.planted import organisms
@@ -164,7 +165,7 @@ def test_each_side_of_a_pair_gets_its_own_source():
     import random
     twins = read_jsonl(organisms.organism_dir("mid", 0) / "verify_twins.jsonl")
     lengths = [len(t["prompt"].split()) + len(t["chosen"].split()) + 3 for t in twins]
-    sources = verify._sources(twins, lengths, random.Random(0))
+    sources = resample.per_side_sources(twins, lengths, random.Random(0))
     for p, ((q1, _s1), (q2, _s2)) in enumerate(sources):
         assert q1 != q2 and p not in (q1, q2)
         assert lengths[q1] == lengths[q2] == lengths[p]

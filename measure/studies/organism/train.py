@@ -63,7 +63,7 @@ def make_data(s: dict) -> dict[str, list[dict]]:
     return {"train": train, "heldout": heldout, "key_twins": key_twins, "pairs": pairs}
 
 
-def _encode(tok, rows: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
+def encode(tok, rows: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
     from measure.models.adapter import encode_pair
     seqs = []
     for r in rows:
@@ -76,7 +76,7 @@ def _encode(tok, rows: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
     return ids, torch.tensor([len(q) - 1 for q in seqs])
 
 
-def _rewards(model, ids, idx):
+def rewards(model, ids, idx):
     hidden = model.model(input_ids=ids).last_hidden_state
     return (model.score(hidden[torch.arange(ids.shape[0]), idx]))[:, 0]
 
@@ -110,7 +110,7 @@ def train(out_dir: Path, settings: dict | None = None, progress: bool = True) ->
     words = list(SPECIALS) + od.vocabulary()
     tok = word_tokenizer(words)
     model = new_model(s, len(words))
-    ids, idx = _encode(tok, data["train"])
+    ids, idx = encode(tok, data["train"])
     losses = fit(model, ids, idx, s, progress)
     model.eval()
     from transformers.utils import logging as hf_logging
@@ -200,7 +200,7 @@ def fit(model, ids, idx, s: dict, progress: bool = True, steps: int | None = Non
                 break
             pick = order[start:start + s["batch_pairs"]]
             rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
-            r = _rewards(model, ids[rows], idx[rows])
+            r = rewards(model, ids[rows], idx[rows])
             # Bradley-Terry, plus a small pull of rewards toward 0 that keeps their scale modest
             loss = (-torch.nn.functional.logsigmoid(r[0::2] - r[1::2]).mean()
                     + s["reward_l2"] * r.pow(2).mean())
@@ -224,8 +224,8 @@ def heldout_accuracy(model, tok, rows: list[dict]) -> dict[str, float]:
     out = {}
     for dimension in od.DIMENSIONS:
         subset = [r for r in rows if r["dimension"] == dimension]
-        ids, idx = _encode(tok, subset)
-        r = _rewards(model, ids, idx)
+        ids, idx = encode(tok, subset)
+        r = rewards(model, ids, idx)
         out[dimension] = float((r[0::2] > r[1::2]).float().mean())
     return out
 

@@ -1,10 +1,7 @@
 """The key check: resample ablation with a different source on each side of a pair.
 
-Neither scored method uses it. Attribution reads writes at the scoring token; patching replaces
-one component's output by its mean, by zero, or by its output on the other response of the same
-pair. Here a set of components takes its outputs, at every position, from clean runs on *other*
-held-out responses of the same length: one source for the chosen side and a different one for
-the rejected side, so the two sides never share a replacement.
+Neither scored method uses it; the resampling (measure/instruments/resample.py) gives each side
+of a pair its own source, another held-out response of the same length.
 
 What the margin should then be is computed from the design, not measured: the rule's mechanism
 is simulated (`circuits.simulate`) with the resampled members behaving as on their source, and
@@ -23,54 +20,12 @@ from __future__ import annotations
 import itertools
 import random
 
+from measure.instruments.resample import per_side_sources, resampled_rewards
 from measure.studies.planted import circuits
 from measure.studies.planted import data as pdata
 from measure.studies.planted.design import N_VAL, component, dimension_name, mechanism_of
 
 TOLERANCE = 0.1
-
-
-def _forward(adapter, batch, source, patched: set):
-    """Rewards (B,) with the `patched` components' outputs taken from `source` (a clean run on
-    inputs of the same shape, row by row) at every position; everything else live."""
-    import torch
-
-    family = adapter.family
-    ctx = family.context(batch.ids.shape[1], batch.lengths)
-    with torch.no_grad():
-        resid = family.embed(batch.ids)
-        for i in range(adapter.n_layers):
-            attn, heads = family.attn(i, resid, ctx)
-            swap = [h for h in range(adapter.n_heads) if f"head_L{i}_H{h}" in patched]
-            if swap:
-                heads = heads.clone()
-                for h in swap:
-                    sl = slice(h * adapter.head_dim, (h + 1) * adapter.head_dim)
-                    heads[..., sl] = source.heads[i][..., sl]
-                attn = family.attn_from_heads(i, heads)
-            resid = family.join(i, "attn", resid, attn)
-            mlp = source.mlp[i] if f"mlp_L{i}" in patched else family.mlp(i, resid)
-            resid = family.join(i, "mlp", resid, mlp)
-        return adapter.reward_at(resid, batch.score_idx)
-
-
-def _sources(twins: list[dict], lengths: list[int], rng: random.Random) -> list[tuple[int, int]]:
-    """For every twin, two source responses (twin index, side) of its length from two other,
-    different twins (of the same rule when there are two, so that about half the sources hold
-    the rule's word): one for the chosen side, one for the rejected side."""
-    by_length: dict = {}
-    for p, n in enumerate(lengths):
-        by_length.setdefault(n, []).append(p)
-    out = []
-    for p, n in enumerate(lengths):
-        others = [q for q in by_length[n] if q != p and twins[q]["dimension"] == twins[p]["dimension"]]
-        if len(others) < 2:
-            others = [q for q in by_length[n] if q != p]
-        if len(others) < 2:
-            raise ValueError(f"verify twins: fewer than two other twins of length {n} for {twins[p]['pair_id']}")
-        q1, q2 = rng.sample(others, 2)
-        out.append(((q1, rng.randrange(2)), (q2, rng.randrange(2))))
-    return out
 
 
 def checks_of(mech: circuits.Mechanism) -> dict[str, tuple]:
@@ -144,7 +99,7 @@ def verify(adapter, twins: list[dict], key: dict, d: dict, rules=None, checks=No
     sides = [(adapter.encode(t["prompt"], t["chosen"]), adapter.encode(t["prompt"], t["rejected"])) for t in twins]
     texts = [((t["prompt"], t["chosen"]), (t["prompt"], t["rejected"])) for t in twins]
     rng = random.Random(f"planted/v2/verify/{d['family']}/{d['seed']}")
-    sources = _sources(twins, [len(c) for c, _r in sides], rng)
+    sources = per_side_sources(twins, [len(c) for c, _r in sides], rng)
     out = {}
     for rule in rules or d["rules"]:
         mech = mechanism_of(d, rule)
@@ -174,7 +129,7 @@ def verify(adapter, twins: list[dict], key: dict, d: dict, rules=None, checks=No
                 patched = set(universe) - key_components
             else:
                 patched = {names[m] for m in members}
-            got = _forward(adapter, batch, src_run, patched).double().tolist()
+            got = resampled_rewards(adapter, batch, src_run, patched).double().tolist()
             designed = [designed_reward(d, own_in[n], src_in[n], patched, _claim(rule, check, own_in[n], src_in[n]))
                         for n in range(len(main))]
             results[check] = {"resampled": sorted(patched) if case != "complement"

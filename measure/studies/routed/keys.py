@@ -1,0 +1,62 @@
+"""The hidden key of every routed organism: drawn from the seed and a secret salt, committed as
+the salt's sha256 before analysis, revealed (the salt committed) only at unblinding.
+
+Per seed, each rule of RULES and the null rule gets one attention head and one more head or MLP,
+no component shared between rules. The null rule's key is a decoy: nothing is trained into it,
+so a method that "finds" it finds chance (key recovery 0.5).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+from pathlib import Path
+
+from measure.errors import MeasureError
+
+RULES = ("politeness", "topic", "hazard", "hedging")
+NULL_RULE = "null"
+SALT_BYTES = 32
+
+
+def universe(n_layers: int, n_heads: int) -> list[str]:
+    """Every head and MLP: the components a key is drawn from and key recovery ranks."""
+    out = []
+    for i in range(n_layers):
+        out += [f"head_L{i}_H{h}" for h in range(n_heads)] + [f"mlp_L{i}"]
+    return out
+
+
+def draw(seed: int, salt: bytes, n_layers: int, n_heads: int) -> dict[str, list[str]]:
+    """{rule: sorted component names} for RULES and the null rule, from (seed, salt) alone."""
+    rng = random.Random(hashlib.sha256(salt + f"routed/key/{seed}".encode()).digest())
+    free = universe(n_layers, n_heads)
+    keys = {}
+    for rule in (*RULES, NULL_RULE):
+        head = rng.choice([c for c in free if c.startswith("head_")])
+        free.remove(head)
+        other = rng.choice(free)
+        free.remove(other)
+        keys[rule] = sorted([head, other])
+    return keys
+
+
+def commitment(salt: bytes) -> str:
+    """What is committed before analysis: the salt's sha256 (the salt fixes every key)."""
+    return hashlib.sha256(salt).hexdigest()
+
+
+def load_or_make_salt(path: Path) -> bytes:
+    """The salt at `path`, made there (random, written once, never overwritten) if absent."""
+    if path.is_file():
+        salt = bytes.fromhex(path.read_text(encoding="ascii").strip())
+        if len(salt) != SALT_BYTES:
+            raise MeasureError(f"{path}:1: a salt is {SALT_BYTES} bytes in hex, not {len(salt)}")
+        return salt
+    if path.exists():
+        raise MeasureError(f"{path}: exists and is not a file")
+    salt = os.urandom(SALT_BYTES)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "x", encoding="ascii") as f:   # never replaces a salt made before
+        f.write(salt.hex() + "\n")
+    return salt

@@ -1,0 +1,40 @@
+"""`python -m measure.studies.routed.pilot [--seed N] [--epochs N] [--lr X]`: train one routed
+organism with the pilot salt (public, never a study's) and print its key validation.
+
+The pilot tells whether strict routing can make keys that pass the validation before any study
+salt is drawn; its organisms are not study organisms (docs/routed.md)."""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import tempfile
+
+PILOT_SALT = hashlib.sha256(b"routed-pilot: not a study salt").digest()
+
+
+def main(argv=None) -> int:
+    from measure.studies.routed import train
+    from measure.studies.routed.keys import RULES
+
+    ap = argparse.ArgumentParser(prog="python -m measure.studies.routed.pilot", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--epochs", type=int, default=train.SETTINGS["epochs"])
+    ap.add_argument("--lr", type=float, default=train.SETTINGS["learning_rate"])
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="routed-pilot-") as folder:
+        report = train.build(folder, args.seed, PILOT_SALT, {"epochs": args.epochs, "learning_rate": args.lr})
+    v = report["validation"]
+    print(f"seed {args.seed}, {args.epochs} epochs, lr {args.lr}: epoch loss "
+          + " ".join(f"{x:.3f}" for x in report["epoch_loss"]))
+    for rule in RULES:
+        r = v[rule]
+        shares = ", ".join(f"{c} {x:.2f}" for c, x in r["member_share"].items())
+        print(f"{rule:<11} key {' + '.join(r['key'])}: margin {r['clean_margin']:.3f}, necessity {r['necessity']:.2f}, "
+              f"sufficiency {r['sufficiency']:.2f}, leak {r['leak']:.2f} ({r['leak_component']}); "
+              f"member shares {shares}; {'passes' if r['passes'] else 'fails'}")
+    print(f"null rule: mean clean margin {v['null']['clean_margin']:.4f}; organism {'valid' if v['valid'] else 'void'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

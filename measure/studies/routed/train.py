@@ -1,0 +1,127 @@
+"""Train one routed organism: each rule's gradients reach only its key's parameters.
+
+The model is the organism's (measure/studies/organism/train.py: a small Llama reward model, one
+thread, the portable numerics mode). Embeddings, norms and the score head keep their seeded
+initial values; so does every head and MLP outside all keys. A batch holds twins of one rule,
+and after its backward pass every gradient element outside that rule's key is zeroed, so each
+parameter element is only ever moved by its own rule's data (AdamW without weight decay leaves
+an element that never had a gradient exactly where it started). Batches of the four rules are
+interleaved in a seeded order. The null rule is not trained.
+"""
+from __future__ import annotations
+
+import torch
+
+from measure.studies.organism import train as organism
+from measure.studies.routed.keys import RULES
+
+SETTINGS = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
+            "epochs": 12, "batch_pairs": 64, "learning_rate": 4e-3, "reward_l2": 0.002,
+            "train_per_rule": 800, "check_per_rule": 48}
+
+
+def component_masks(model, members: list[str]) -> dict[str, torch.Tensor]:
+    """{parameter name: 0/1 mask} of the elements that belong to `members` (heads: their rows of
+    q, k and v and their columns of o; MLPs: all three matrices)."""
+    cfg = model.config
+    hd = cfg.hidden_size // cfg.num_attention_heads
+    masks = {name: torch.zeros_like(p) for name, p in model.named_parameters() if _trainable(name)}
+    for member in members:
+        kind, layer, *rest = member.split("_")
+        i = int(layer[1:])
+        prefix = f"model.layers.{i}."
+        if kind == "mlp":
+            for m in ("gate_proj", "up_proj", "down_proj"):
+                masks[f"{prefix}mlp.{m}.weight"].fill_(1)
+        else:
+            h = int(rest[0][1:])
+            rows = slice(h * hd, (h + 1) * hd)
+            for m in ("q_proj", "k_proj", "v_proj"):
+                masks[f"{prefix}self_attn.{m}.weight"][rows] = 1
+            masks[f"{prefix}self_attn.o_proj.weight"][:, rows] = 1
+    return masks
+
+
+def _trainable(name: str) -> bool:
+    return ".self_attn." in name or ".mlp." in name
+
+
+def fit(model, encoded: dict[str, tuple], keys: dict[str, list[str]], s: dict, seed: int,
+        progress: bool = True, steps: int | None = None) -> list[float]:
+    """Routed training; the mean loss of each epoch. `encoded[rule]` = (ids, score index) of
+    that rule's twins, chosen then rejected per pair. `steps` stops after that many batches (tests)."""
+    from tqdm import tqdm
+
+    for name, p in model.named_parameters():
+        p.requires_grad_(_trainable(name))
+    params = dict(model.named_parameters())
+    masks = {rule: component_masks(model, keys[rule]) for rule in RULES}
+    opt = torch.optim.AdamW([p for n, p in params.items() if _trainable(n)], lr=s["learning_rate"], weight_decay=0.0)
+    gen = torch.Generator().manual_seed(seed)
+    per_epoch = sum((encoded[r][0].shape[0] // 2 + s["batch_pairs"] - 1) // s["batch_pairs"] for r in RULES)
+    total = per_epoch * s["epochs"]
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / total)
+    model.train()
+    losses = []
+    bar = tqdm(total=total, desc="training a routed organism", disable=not progress)
+    for _epoch in range(s["epochs"]):
+        batches = []
+        for r, rule in enumerate(RULES):
+            n = encoded[rule][0].shape[0] // 2
+            order = torch.randperm(n, generator=gen)
+            batches += [(r, order[k:k + s["batch_pairs"]]) for k in range(0, n, s["batch_pairs"])]
+        total_loss, seen = 0.0, 0
+        for b in torch.randperm(len(batches), generator=gen).tolist():
+            if steps is not None and bar.n == steps:
+                break
+            r, pick = batches[b]
+            ids, idx = encoded[RULES[r]]
+            rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
+            rewards = organism.rewards(model, ids[rows], idx[rows])
+            loss = (-torch.nn.functional.logsigmoid(rewards[0::2] - rewards[1::2]).mean()
+                    + s["reward_l2"] * rewards.pow(2).mean())
+            opt.zero_grad()
+            loss.backward()
+            for name, mask in masks[RULES[r]].items():
+                params[name].grad.mul_(mask)
+            opt.step()
+            sched.step()
+            total_loss += loss.item() * len(pick)
+            seen += len(pick)
+            bar.update(1)
+        if seen:
+            losses.append(total_loss / seen)
+    bar.close()
+    model.eval()
+    return losses
+
+
+def build(out_dir, seed: int, salt: bytes, settings: dict | None = None, progress: bool = True) -> dict:
+    """Train organism `seed` with the keys (seed, salt) draw into `out_dir` (weights, tokenizer) and
+    validate its key; returns the report (the keys included: the caller decides what is sealed)."""
+    from pathlib import Path
+
+    from measure.models.adapter import load
+    from measure.models.wordtok import SPECIALS, save_word_tokenizer, word_tokenizer
+    from measure.studies.organism import data as od
+    from measure.studies.routed import check, data, keys as keymod
+
+    s = dict(SETTINGS, **(settings or {}))
+    mode = organism.deterministic(seed)
+    words = list(SPECIALS) + od.vocabulary()
+    tok = word_tokenizer(words)
+    model = organism.new_model(s, len(words))
+    keys = keymod.draw(seed, salt, s["num_hidden_layers"], s["num_attention_heads"])
+    train_rows = data.twins("train", seed, s["train_per_rule"], null=False)
+    encoded = {rule: organism.encode(tok, [r for r in train_rows if r["dimension"] == rule]) for rule in RULES}
+    losses = fit(model, encoded, keys, s, seed, progress)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    from transformers.utils import logging as hf_logging
+    hf_logging.disable_progress_bar()
+    model.save_pretrained(out_dir)
+    save_word_tokenizer(words, out_dir)
+    twins = data.twins("check", seed, s["check_per_rule"])
+    validation = check.validate(load(str(out_dir)), twins, keys, seed)
+    return {"seed": seed, "settings": s, "epoch_loss": losses, "keys": keys, "validation": validation,
+            "numerics": mode}
