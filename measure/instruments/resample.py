@@ -10,14 +10,15 @@ from __future__ import annotations
 import random
 
 
-def resampled_rewards(adapter, batch, source, patched: set):
+def resampled_rewards(adapter, batch, source, patched: set, grad: bool = False):
     """Rewards (B,) with the `patched` components' outputs taken from `source` (a clean run on
-    inputs of the same shape, row by row) at every position; everything else live."""
+    inputs of the same shape, row by row) at every position; everything else live. `grad` keeps
+    the live path differentiable (training a routed organism to pass this very check)."""
     import torch
 
     family = adapter.family
     ctx = family.context(batch.ids.shape[1], batch.lengths)
-    with torch.no_grad():
+    with torch.enable_grad() if grad else torch.no_grad():
         resid = family.embed(batch.ids)
         for i in range(adapter.n_layers):
             attn, heads = family.attn(i, resid, ctx)

@@ -32,3 +32,15 @@ def twins(tag: str, seed: int, per_rule: int, null: bool = True) -> list[dict]:
             pair["pair_id"] = f"{tag}-{rule}-{i:03d}"
             rows.append(pair)
     return rows
+
+
+def background_twins(seed: int, per_rule: int, rules: tuple[str, ...]) -> list[dict]:
+    """Twins of the rules no key holds (length, repetition): what every component is trained on."""
+    rows = []
+    for rule in rules:
+        rng = random.Random(f"routed/background/{seed}/{rule}")
+        for i in range(per_rule):
+            pair = od.twin(rng, rule)
+            pair["pair_id"] = f"background-{rule}-{i:03d}"
+            rows.append(pair)
+    return rows

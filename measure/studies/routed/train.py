@@ -17,7 +17,8 @@ from measure.studies.routed.keys import RULES
 
 SETTINGS = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
             "epochs": 12, "batch_pairs": 64, "learning_rate": 4e-3, "reward_l2": 0.002,
-            "train_per_rule": 800, "check_per_rule": 48}
+            "train_per_rule": 800, "check_per_rule": 48,
+            "design": "strict", "necessity_weight": 1.0, "background_per_rule": 800}
 
 
 def component_masks(model, members: list[str]) -> dict[str, torch.Tensor]:
@@ -113,8 +114,12 @@ def build(out_dir, seed: int, salt: bytes, settings: dict | None = None, progres
     model = organism.new_model(s, len(words))
     keys = keymod.draw(seed, salt, s["num_hidden_layers"], s["num_attention_heads"])
     train_rows = data.twins("train", seed, s["train_per_rule"], null=False)
-    encoded = {rule: organism.encode(tok, [r for r in train_rows if r["dimension"] == rule]) for rule in RULES}
-    losses = fit(model, encoded, keys, s, seed, progress)
+    if s["design"] == "penalised":
+        background = data.background_twins(seed, s["background_per_rule"], BACKGROUND_RULES)
+        losses = fit_penalised(model, tok, train_rows, organism.encode(tok, background), keys, s, seed, progress)
+    else:
+        encoded = {rule: organism.encode(tok, [r for r in train_rows if r["dimension"] == rule]) for rule in RULES}
+        losses = fit(model, encoded, keys, s, seed, progress)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     from transformers.utils import logging as hf_logging
@@ -125,3 +130,89 @@ def build(out_dir, seed: int, salt: bytes, settings: dict | None = None, progres
     validation = check.validate(load(str(out_dir)), twins, keys, seed)
     return {"seed": seed, "settings": s, "epoch_loss": losses, "keys": keys, "validation": validation,
             "numerics": mode}
+
+
+# ----- the penalised design (docs/routed.md, "what has to change") ------------------------------
+BACKGROUND_RULES = ("length", "repetition")   # trained into every component, never keyed
+
+
+def fit_penalised(model, tok, rule_twins: list[dict], background: tuple, keys: dict[str, list[str]],
+                  s: dict, seed: int, progress: bool = True, steps: int | None = None) -> list[float]:
+    """Every head and MLP trained on every rule. A batch of one keyed rule's twins (all of one
+    token length) adds to the Bradley-Terry loss on the clean margin: the same loss on the margin
+    with everything outside the key resampled per side (the key must carry the rule alone) and
+    `necessity_weight` times the squared margin with the key resampled (nothing else may carry
+    it). A batch of background twins (length, repetition; `background` = (ids, score index)) has
+    the clean loss only, so the components outside the keys compute something real."""
+    import random
+
+    from tqdm import tqdm
+
+    from measure.instruments.resample import per_side_sources, resampled_rewards
+    from measure.models.adapter import Adapter
+    from measure.studies.routed.keys import universe
+
+    adapter = Adapter(model, tok, "routed-organism")
+    for name, p in model.named_parameters():
+        p.requires_grad_(_trainable(name))
+    opt = torch.optim.AdamW([p for n, p in model.named_parameters() if _trainable(n)],
+                            lr=s["learning_rate"], weight_decay=0.0)
+    comps = universe(s["num_hidden_layers"], s["num_attention_heads"])
+    sides = [(adapter.encode(t["prompt"], t["chosen"]), adapter.encode(t["prompt"], t["rejected"])) for t in rule_twins]
+    buckets: dict = {}
+    for p, t in enumerate(rule_twins):
+        buckets.setdefault((t["dimension"], len(sides[p][0])), []).append(p)
+    rng = random.Random(f"routed/penalised/{seed}")
+    gen = torch.Generator().manual_seed(seed)
+    bg_ids, bg_idx = background
+    n_bg = bg_ids.shape[0] // 2
+    bp = s["batch_pairs"]
+
+    def epoch_batches():
+        sources = per_side_sources(rule_twins, [len(c) for c, _r in sides], rng)
+        out = []
+        for (rule, _n), members in sorted(buckets.items()):
+            members = [members[k] for k in torch.randperm(len(members), generator=gen).tolist()]
+            out += [("rule", rule, members[k:k + bp], sources) for k in range(0, len(members), bp)]
+        order = torch.randperm(n_bg, generator=gen)
+        out += [("background", None, order[k:k + bp], None) for k in range(0, n_bg, bp)]
+        return [out[k] for k in torch.randperm(len(out), generator=gen).tolist()]
+
+    plan = epoch_batches()
+    total = len(plan) * s["epochs"]
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / total)
+    bt = torch.nn.functional.logsigmoid
+    losses, done = [], 0
+    bar = tqdm(total=total if steps is None else steps, desc="training a routed organism", disable=not progress)
+    for epoch in range(s["epochs"]):
+        total_loss, seen = 0.0, 0
+        for kind, rule, pick, sources in (plan if epoch == 0 else epoch_batches()):
+            if steps is not None and done == steps:
+                break
+            if kind == "background":
+                rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
+                r = organism.rewards(model, bg_ids[rows], bg_idx[rows])
+                loss = -bt(r[0::2] - r[1::2]).mean() + s["reward_l2"] * r.pow(2).mean()
+            else:
+                batch = adapter.batch([q for p in pick for q in sides[p]])
+                src = adapter.clean_run(adapter.batch([sides[q][side] for p in pick for q, side in sources[p]]))
+                key = set(keys[rule])
+                clean = resampled_rewards(adapter, batch, src, set(), grad=True)
+                alone = resampled_rewards(adapter, batch, src, set(comps) - key, grad=True)
+                without = resampled_rewards(adapter, batch, src, key, grad=True)
+                loss = (-bt(clean[0::2] - clean[1::2]).mean() - bt(alone[0::2] - alone[1::2]).mean()
+                        + s["necessity_weight"] * (without[0::2] - without[1::2]).pow(2).mean()
+                        + s["reward_l2"] * clean.pow(2).mean())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            total_loss += loss.item() * len(pick)
+            seen += len(pick)
+            done += 1
+            bar.update(1)
+        if seen:
+            losses.append(total_loss / seen)
+    bar.close()
+    model.eval()
+    return losses
