@@ -21,12 +21,15 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=train.SETTINGS["epochs"])
     ap.add_argument("--lr", type=float, default=train.SETTINGS["learning_rate"])
     ap.add_argument("--design", choices=("strict", "penalised"), default=train.SETTINGS["design"])
+    ap.add_argument("--alone-loss", choices=("bt", "equal"), default=train.SETTINGS["alone_loss"],
+                    help="penalised design: the key alone must rank the pair (bt), or the rest adds nothing (equal)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="routed-pilot-") as folder:
         report = train.build(folder, args.seed, PILOT_SALT, {"epochs": args.epochs, "learning_rate": args.lr,
-                                                        "design": args.design})
+                                                        "design": args.design,
+                                                        "alone_loss": args.alone_loss})
     v = report["validation"]
-    print(f"{args.design} design, seed {args.seed}, {args.epochs} epochs, lr {args.lr}: epoch loss "
+    print(f"{args.design} design ({args.alone_loss}), seed {args.seed}, {args.epochs} epochs, lr {args.lr}: epoch loss "
           + " ".join(f"{x:.3f}" for x in report["epoch_loss"]))
     for rule in RULES:
         r = v[rule]

@@ -18,7 +18,7 @@ from measure.studies.routed.keys import RULES
 SETTINGS = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
             "epochs": 12, "batch_pairs": 64, "learning_rate": 4e-3, "reward_l2": 0.002,
             "train_per_rule": 800, "check_per_rule": 48,
-            "design": "strict", "necessity_weight": 1.0, "background_per_rule": 800}
+            "design": "strict", "necessity_weight": 1.0, "background_per_rule": 800, "alone_loss": "bt"}
 
 
 def component_masks(model, members: list[str]) -> dict[str, torch.Tensor]:
@@ -200,8 +200,12 @@ def fit_penalised(model, tok, rule_twins: list[dict], background: tuple, keys: d
                 clean = resampled_rewards(adapter, batch, src, set(), grad=True)
                 alone = resampled_rewards(adapter, batch, src, set(comps) - key, grad=True)
                 without = resampled_rewards(adapter, batch, src, key, grad=True)
-                loss = (-bt(clean[0::2] - clean[1::2]).mean() - bt(alone[0::2] - alone[1::2]).mean()
-                        + s["necessity_weight"] * (without[0::2] - without[1::2]).pow(2).mean()
+                m_clean, m_alone, m_without = (x[0::2] - x[1::2] for x in (clean, alone, without))
+                if s["alone_loss"] == "equal":   # the rest adds nothing to the key's margin
+                    alone_term = (m_clean - m_alone).pow(2).mean()
+                else:                            # the key alone must rank the pair
+                    alone_term = -bt(m_alone).mean()
+                loss = (-bt(m_clean).mean() + alone_term + s["necessity_weight"] * m_without.pow(2).mean()
                         + s["reward_l2"] * clean.pow(2).mean())
             opt.zero_grad()
             loss.backward()
