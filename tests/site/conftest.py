@@ -300,9 +300,10 @@ def _screenshot(page, path: str, viewport: dict, height: int, file: Path) -> Non
     screens = SOURCE_SCREENS if path.startswith("source/") else SCREENSHOT_SCREENS
     tall = min(height, screens * viewport["height"])
     # the DevTools call itself: Playwright's full-page screenshot resizes the viewport to the
-    # page's height and lays the page out again, several times slower on a long page
+    # page's height and lays the page out again, several times slower on a long page; PNG's
+    # fastest compression (optimizeForSpeed): a third less time on every page, a third larger files
     cdp = page.context.new_cdp_session(page)
-    data = cdp.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
+    data = cdp.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "optimizeForSpeed": True,
                                                "clip": {"x": 0, "y": 0, "width": viewport["width"],
                                                         "height": tall, "scale": 1}})
     cdp.detach()
