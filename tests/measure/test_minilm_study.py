@@ -14,7 +14,9 @@ DIMENSION = "safety"
 @pytest.fixture(scope="module")
 def measured():
     """The model with each pair read along its fold head; clean statistics of one dimension's 40
-    pairs (20 seeds, so the cross-fit has its five folds); the first shard swept in every block."""
+    pairs (20 seeds, so the cross-fit has its five folds); the first shard's mean patch swept in
+    every block. (The clean patch's scores are read without the sweep's passes, in the test: its
+    forward passes, half the sweep's time, give margins no test reads.)"""
     from measure.instruments.patching import StatsAccumulator, patch_sweep
     from measure.models.adapter import Adapter
     from measure.runner.jsonio import read_jsonl
@@ -41,7 +43,7 @@ def measured():
     run = adapter.clean_run(batch)
     blocks = [c for c in adapter.components(heads=False) if c != "embed"]
     folds = torch.tensor([stats.folds[pairs[i]["seed_id"]] for i in shard])
-    swept = patch_sweep(adapter, batch, run, stats, blocks, ("mean", "clean"), folds=folds)
+    swept = patch_sweep(adapter, batch, run, stats, blocks, ("mean",), folds=folds)
     return adapter, batch, run, stats, folds, swept, blocks
 
 
@@ -63,14 +65,18 @@ def test_offdist_fires_on_a_mean_patch_of_the_block_that_matters_most(measured):
     assert bool((swept[(top, "mean")][1] > offdist.THRESHOLD).all()), swept[(top, "mean")][1]
     ref = stats.offdist[top]
     assert isinstance(ref, offdist.Reads) and ref.points == offdist.POOLED_POINTS
-    kind, layer, _ = top.split("_")[0], int(top.split("_L")[1]), None
-    tensor = (run.mlp if kind == "mlp" else run.attn)[layer]
-    patched = replacement(batch, tensor, "mean", stats.mean[top])
+    def output(block):
+        return (run.mlp if block.startswith("mlp") else run.attn)[int(block.split("_L")[1])]
+    patched = replacement(batch, output(top), "mean", stats.mean[top])
     pooled = read_points(batch, patched)["pooled"].float()
     owner = torch.arange(pooled.shape[0]) // 2
     alone = offdist.score(ref.refs[0], pooled, owner, folds)
     assert bool((alone < offdist.THRESHOLD).all()), alone  # the old statistic's blind spot
-    flagged_clean = sum(int((swept[(c, "clean")][1] > offdist.THRESHOLD).sum()) for c in blocks)
+    # the clean patch's score, as the sweep scores it (patching._offdist; the sweep's clean mode
+    # itself is tested on the organism, tests/measure/test_offdist.py)
+    clean_scores = {c: offdist.score_reads(stats.offdist[c], {k: v.float() for k, v in read_points(
+        batch, replacement(batch, output(c), "clean", stats.mean[c])).items()}, owner, folds) for c in blocks}
+    flagged_clean = sum(int((scores > offdist.THRESHOLD).sum()) for scores in clean_scores.values())
     assert flagged_clean <= len(blocks) * folds.shape[0] // 20   # at most 5% of clean effects
 
 
@@ -94,7 +100,8 @@ def test_sweep_agrees_with_the_hooks_loop_along_fold_heads(measured):
     total = sum(v for k, v in attr.items() if not k.startswith("head_"))
     assert (total - run.reward).abs().max() < 1e-4
     comps = ["attn_L0", "mlp_L3", "mlp_L5"]
-    fast = patch_sweep(adapter, batch, run, stats, comps, ("mean", "swap"))
+    # the mean patch as the fixture swept it (every block at once), the swap on its own
+    fast = {**{(c, "mean"): swept[(c, "mean")] for c in comps}, **patch_sweep(adapter, batch, run, stats, comps, ("swap",))}
     slow = naive_sweep(adapter, batch, stats, comps, ("mean", "swap"))
     assert max(float((fast[k][0] - v).abs().max()) for k, v in slow.items()) <= 1e-5
 

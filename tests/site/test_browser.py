@@ -444,6 +444,42 @@ def test_pages_of_one_template_and_the_same_blocks_are_one_shape(tmp_path, kit):
         {"b.html": ["a/", "b.html"], "c.html": ["c.html"], "d.html": ["d.html"]}
 
 
+def test_axe_reads_a_line_views_later_rows_as_alike_to_its_first(browser, kit):
+    """A line view's rows past the first LINE_ROWS are out of the DOM while axe-core runs
+    (conftest.inject_axe: its time grows with the page): one unlike those it read, or a repeated id,
+    is a violation; the rows are back in place after; a row it read is read by axe-core."""
+    if not kit.AXE.is_file():
+        kit.missing_tool(f"axe-core at {kit.AXE} (run `npm ci`)")
+    rows = kit.LINE_ROWS + 50
+    line = '<tr id="L{n}"><td class="ln"><a href="#L{n}">{n}</a></td><td class="code"><code>"key": {n},</code></td></tr>'
+    context = browser.new_context(viewport=kit.DESKTOP)
+    try:
+        page = context.new_page()
+
+        def found(change: str = "") -> dict[str, list[str]]:
+            page.set_content('<!doctype html><html lang="en"><head><title>Lines</title></head><body><main><h1>Lines</h1>'
+                             '<table class="lines" role="presentation"><tbody>'
+                             + "\n".join(line.format(n=n) for n in range(1, rows + 1)) + "</tbody></table></main></body></html>")
+            page.evaluate(f"() => {{ {change} }}")
+            order = "Array.from(document.querySelectorAll('tr'), tr => tr.id).join()"
+            before = page.evaluate(order)
+            violations = {v["id"]: v["nodes"] for v in kit.inject_axe(page)}
+            assert page.evaluate(order) == before, "the rows axe-core did not read are not back in place"
+            return violations
+
+        assert found() == {}
+        later = [f"document.getElementById('L{kit.LINE_ROWS + n}')" for n in (10, 20, 30)]
+        seen = found(f"{later[0]}.querySelector('code').style.color = '#eee'; {later[1]}.querySelector('a').className = 'x';"
+                     f"{later[2]}.id = 'L3'; document.querySelector('#L3 code').style.color = '#ddd';")
+        assert set(seen) == {"line-view-rows-alike", "color-contrast"}, seen
+        alike = seen["line-view-rows-alike"]
+        assert alike[0] == "1 repeated id(s)", alike
+        assert [node.split(":")[0] for node in alike[1:]] == [f"#L{kit.LINE_ROWS + 10}", f"#L{kit.LINE_ROWS + 20}"], alike
+        assert [node.split(" ")[0] for node in seen["color-contrast"]] == ["#L3"], seen["color-contrast"]
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("width", ["desktop", "phone"])
 def test_axe_finds_no_violation(width, request, site_dir, kit):
     """axe-core on every page, once per shape (conftest.page_shapes: one template, the same
