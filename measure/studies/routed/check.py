@@ -27,13 +27,13 @@ def _mean(xs) -> float:
     return sum(xs) / len(xs)
 
 
-def validate(adapter, twins: list[dict], keys: dict[str, list[str]], seed: int) -> dict:
-    """The three checks of every rule, the null rule's clean margins, and `valid` for the organism."""
+def validate(adapter, twins: list[dict], keys: dict[str, list[str]], seed: int, keyed=RULES) -> dict:
+    """The three checks of every keyed rule, the null rule's clean margins, and `valid` for the organism."""
     comps = universe(adapter.n_layers, adapter.n_heads)
     sides = [(adapter.encode(t["prompt"], t["chosen"]), adapter.encode(t["prompt"], t["rejected"])) for t in twins]
     sources = per_side_sources(twins, [len(c) for c, _r in sides], random.Random(f"routed/check/{seed}"))
     out = {}
-    for rule in (*RULES, NULL_RULE):
+    for rule in (*keyed, NULL_RULE):
         rows = [p for p, t in enumerate(twins) if t["dimension"] == rule]
         main = [s for p in rows for s in sides[p]]
         src = [sides[q][side] for p in rows for q, side in sources[p]]
@@ -57,5 +57,5 @@ def validate(adapter, twins: list[dict], keys: dict[str, list[str]], seed: int) 
                      "leak": singles[worst], "leak_component": worst,
                      "member_share": {c: 1 - resampled([c]) / m for c in key},
                      "passes": necessity >= NECESSITY and sufficiency >= SUFFICIENCY and singles[worst] < LEAK}
-    out["valid"] = all(out[r]["passes"] for r in RULES)
+    out["valid"] = all(out[r]["passes"] for r in keyed)
     return out

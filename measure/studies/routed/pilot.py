@@ -23,15 +23,20 @@ def main(argv=None) -> int:
     ap.add_argument("--design", choices=("strict", "penalised"), default=train.SETTINGS["design"])
     ap.add_argument("--alone-loss", choices=("bt", "equal"), default=train.SETTINGS["alone_loss"],
                     help="penalised design: the key alone must rank the pair (bt), or the rest adds nothing (equal)")
+    ap.add_argument("--keyed", default=",".join(RULES), help="penalised design: the rules given a key (the rest join the background)")
     args = ap.parse_args(argv)
+    keyed = [r for r in args.keyed.split(",") if r]
+    if not keyed or any(r not in RULES for r in keyed):
+        ap.error(f"--keyed: a comma-separated subset of {', '.join(RULES)}")
     with tempfile.TemporaryDirectory(prefix="routed-pilot-") as folder:
         report = train.build(folder, args.seed, PILOT_SALT, {"epochs": args.epochs, "learning_rate": args.lr,
                                                         "design": args.design,
-                                                        "alone_loss": args.alone_loss})
+                                                        "alone_loss": args.alone_loss,
+                                                        "keyed": keyed})
     v = report["validation"]
     print(f"{args.design} design ({args.alone_loss}), seed {args.seed}, {args.epochs} epochs, lr {args.lr}: epoch loss "
           + " ".join(f"{x:.3f}" for x in report["epoch_loss"]))
-    for rule in RULES:
+    for rule in keyed:
         r = v[rule]
         shares = ", ".join(f"{c} {x:.2f}" for c, x in r["member_share"].items())
         print(f"{rule:<11} key {' + '.join(r['key'])}: margin {r['clean_margin']:.3f}, necessity {r['necessity']:.2f}, "

@@ -18,7 +18,8 @@ from measure.studies.routed.keys import RULES
 SETTINGS = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
             "epochs": 12, "batch_pairs": 64, "learning_rate": 4e-3, "reward_l2": 0.002,
             "train_per_rule": 800, "check_per_rule": 48,
-            "design": "strict", "necessity_weight": 1.0, "background_per_rule": 800, "alone_loss": "bt"}
+            "design": "strict", "necessity_weight": 1.0, "background_per_rule": 800, "alone_loss": "bt",
+            "keyed": list(RULES)}
 
 
 def component_masks(model, members: list[str]) -> dict[str, torch.Tensor]:
@@ -114,9 +115,11 @@ def build(out_dir, seed: int, salt: bytes, settings: dict | None = None, progres
     model = organism.new_model(s, len(words))
     keys = keymod.draw(seed, salt, s["num_hidden_layers"], s["num_attention_heads"])
     train_rows = data.twins("train", seed, s["train_per_rule"], null=False)
-    if s["design"] == "penalised":
-        background = data.background_twins(seed, s["background_per_rule"], BACKGROUND_RULES)
-        losses = fit_penalised(model, tok, train_rows, organism.encode(tok, background), keys, s, seed, progress)
+    if s["design"] == "penalised":   # the rules not keyed join the background
+        unkeyed = BACKGROUND_RULES + tuple(r for r in RULES if r not in s["keyed"])
+        background = data.background_twins(seed, s["background_per_rule"], unkeyed)
+        keyed_rows = [r for r in train_rows if r["dimension"] in s["keyed"]]
+        losses = fit_penalised(model, tok, keyed_rows, organism.encode(tok, background), keys, s, seed, progress)
     else:
         encoded = {rule: organism.encode(tok, [r for r in train_rows if r["dimension"] == rule]) for rule in RULES}
         losses = fit(model, encoded, keys, s, seed, progress)
@@ -127,7 +130,7 @@ def build(out_dir, seed: int, salt: bytes, settings: dict | None = None, progres
     model.save_pretrained(out_dir)
     save_word_tokenizer(words, out_dir)
     twins = data.twins("check", seed, s["check_per_rule"])
-    validation = check.validate(load(str(out_dir)), twins, keys, seed)
+    validation = check.validate(load(str(out_dir)), twins, keys, seed, s["keyed"])
     return {"seed": seed, "settings": s, "epoch_loss": losses, "keys": keys, "validation": validation,
             "numerics": mode}
 
