@@ -7,7 +7,11 @@ become rows, each remembering its line.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
+import sys
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +26,7 @@ STRUCTURED = (".json", ".yaml", ".yml")
 PROSE = (".md", ".markdown", ".txt")
 ROWS = (".jsonl",)
 KEEP_BYTES = 16 * 2**20  # JSONL files up to this size are parsed once per build (see Rows)
+KEPT_AGGREGATES = Path(".cache") / "aggregates"   # KeptAggregates
 
 
 @dataclass(frozen=True)
@@ -116,8 +121,8 @@ class Rows:
     of 0 or an empty figure.
     """
 
-    def __init__(self, path: Path, rel: str):
-        self.path, self.rel = path, rel
+    def __init__(self, path: Path, rel: str, kept: KeptAggregates | None = None):
+        self.path, self.rel, self.kept_aggregates = path, rel, kept
         self._kept: list[dict] | None = None
         self._remembered: dict = {}
         self.line_count = 0
@@ -143,14 +148,25 @@ class Rows:
             for row in kept:
                 yield dict(row)
 
-    def remember(self, key, compute):
+    def remember(self, key, compute, between_builds: bool = False):
         """`compute()`, once per build for each `key` (an aggregate's stages): the rows do not change
-        within a build, so neither does what is computed from them. A refusal is remembered too."""
+        within a build, so neither does what is computed from them. A refusal is remembered too.
+        With `between_builds` (an aggregate's value: a number, or [group, number] pairs), a value
+        is also kept in .cache/aggregates/ for later builds of the same file (KeptAggregates)."""
         if key not in self._remembered:
-            try:
-                self._remembered[key] = (True, compute())
-            except FixtureProblem as exc:
-                self._remembered[key] = (False, exc)
+            kept = self.kept_aggregates if between_builds else None
+            found = kept.get(self.path, key) if kept is not None else None
+            if found is not None:
+                self._remembered[key] = (True, found[0])
+            else:
+                try:
+                    value = compute()
+                except FixtureProblem as exc:
+                    self._remembered[key] = (False, exc)
+                else:
+                    self._remembered[key] = (True, value)
+                    if kept is not None:
+                        kept.put(self.path, key, value)
         ok, value = self._remembered[key]
         if not ok:
             raise value
@@ -201,7 +217,107 @@ def _holding(rows: list[dict], required: tuple, rel: str) -> list[dict]:
     return rows
 
 
-def load(path: Path, rel: str):
+class KeptAggregates:
+    """Aggregates over JSONL files kept between builds in ROOT/.cache/aggregates/, one JSON file for
+    each fixture's sha256 and the generator's code: an edit of a page showing "the mean margin"
+    of a 600 KB file reads one number there instead of parsing every row again. Only values that
+    read back from JSON exactly as they are (numbers, and lists of [group, number]) are kept; a
+    refusal never is. Anything unreadable only means the value is computed again; deleting
+    .cache/ is always safe. New values are written by `save()`, once a build has made them."""
+
+    CODE = ("site_src", "safe_io", "bundle_kit")   # what computes a value, read as verdict_cache does
+    KEEP_FILES = 256
+
+    def __init__(self, root: Path):
+        self.folder = Path(root) / KEPT_AGGREGATES
+        self._code: str | None = None
+        self._files: dict[Path, tuple[str, dict]] = {}   # fixture -> (its cache file's name, values)
+        self._changed: set[Path] = set()
+
+    def _code_digest(self) -> str:
+        if self._code is None:
+            here = Path(__file__).resolve().parents[1]
+            digest = hashlib.sha256(sys.version.encode())
+            for name in self.CODE:
+                for where, dirs, names in sorted(os.walk(here / name)):
+                    dirs.sort()
+                    for file in sorted(names):
+                        if file.endswith(".py"):
+                            digest.update(f"{where}/{file}\0".encode())
+                            with open(os.path.join(where, file), "rb") as handle:
+                                digest.update(handle.read())
+            self._code = digest.hexdigest()
+        return self._code
+
+    def _values(self, path: Path) -> dict:
+        if path not in self._files:
+            digest = hashlib.sha256(self._code_digest().encode())
+            with open(path, "rb") as handle:
+                while block := handle.read(1 << 20):
+                    digest.update(block)
+            name = digest.hexdigest() + ".json"
+            try:
+                values = json.loads((self.folder / name).read_text(encoding="utf-8"))
+                values = values if isinstance(values, dict) else {}
+            except (OSError, ValueError):
+                values = {}
+            self._files[path] = (name, values)
+        return self._files[path][1]
+
+    def get(self, path: Path, key) -> tuple | None:
+        """(the value kept for `key` of the JSONL file at `path`,) or None when none is."""
+        try:
+            values = self._values(path)
+        except OSError:
+            return None
+        text = json.dumps(key)
+        return (values[text],) if text in values else None
+
+    def put(self, path: Path, key, value) -> None:
+        """Keep `value`, if it reads back from JSON equal to itself and of the same types."""
+        try:
+            text = json.dumps(value, allow_nan=False)
+            values = self._values(path)
+        except (TypeError, ValueError, OSError):
+            return
+        if _exactly(json.loads(text), value):
+            values[json.dumps(key)] = json.loads(text)
+            self._changed.add(path)
+
+    def save(self) -> None:
+        """Write the files that gained values (atomically; a failure only loses the cache), and
+        remove the oldest files beyond KEEP_FILES (of fixtures or code long since changed)."""
+        if self._changed:
+            self._prune()
+        for path in sorted(self._changed):
+            name, values = self._files[path]
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                tmp = self.folder / f".{name}.{os.getpid()}.tmp"
+                tmp.write_text(json.dumps(values, sort_keys=True), encoding="utf-8")
+                os.replace(tmp, self.folder / name)
+            except OSError:
+                pass
+        self._changed.clear()
+
+
+    def _prune(self) -> None:
+        try:
+            files = sorted(os.scandir(self.folder), key=lambda entry: entry.stat().st_mtime_ns)
+            for entry in files[:max(0, len(files) + len(self._changed) - self.KEEP_FILES)]:
+                os.unlink(entry.path)
+        except OSError:
+            pass
+
+
+def _exactly(back, value) -> bool:
+    """Whether `back` (read back from JSON) is `value`, types included (a tuple reads back a list)."""
+    if isinstance(value, (list, tuple)):
+        return isinstance(back, list) and len(back) == len(value) and all(map(_exactly, back, value))
+    return type(back) is type(value) and back == value
+
+
+def load(path: Path, rel: str, kept: KeptAggregates | None = None):
     """Read a fixture by its suffix; raises FixtureProblem naming the file (and line)."""
     suffix = path.suffix.lower()
     if suffix not in STRUCTURED + ROWS + PROSE:
@@ -209,7 +325,7 @@ def load(path: Path, rel: str):
             f"unsupported fixture type {suffix or '(none)'}: use .json, .yaml, .yml, .jsonl, .md or .txt", rel)
     try:
         if suffix in ROWS:
-            return Rows(path, rel)
+            return Rows(path, rel, kept)
         if path.stat().st_size > MAX_BYTES:
             raise FixtureProblem(f"is {path.stat().st_size / 1e6:.1f} MB: JSON, YAML and prose fixtures are read up"
                                  f" to {MAX_BYTES // 2**20} MiB (JSONL files stream, without a limit)", rel)
@@ -224,16 +340,23 @@ def load(path: Path, rel: str):
 
 
 class FixtureCache:
-    """Each fixture is read once per build."""
+    """Each fixture is read once per build. Given the site's root, aggregates over its JSONL files
+    are also kept between builds (KeptAggregates, `save()` once the pages are made)."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path | None = None) -> None:
         self._cache: dict[Path, object] = {}
+        self.kept_aggregates = KeptAggregates(root) if root is not None else None
+
+    def save(self) -> None:
+        """Write the aggregates this build computed, for the next one."""
+        if self.kept_aggregates is not None:
+            self.kept_aggregates.save()
 
     def get(self, path: Path, rel: str):
         """The fixture at `path`, read once per build; a problem reading it is raised again on every ask."""
         if path not in self._cache:
             try:
-                self._cache[path] = load(path, rel)
+                self._cache[path] = load(path, rel, self.kept_aggregates)
             except FixtureProblem as exc:
                 self._cache[path] = exc
         value = self._cache[path]

@@ -250,7 +250,7 @@ class Resolver:
         href = base.href or self.href(rel, None)
         if isinstance(rows, Rows):   # a whole JSONL file: pages of one site ask the same aggregates again
             key = (tuple(c.text() for c in ref.where), ref.group, ref.aggregate.text())
-            values = rows.remember(key, lambda: _aggregate_values(rel, rows, ref, context))
+            values = rows.remember(key, lambda: _aggregate_values(rel, rows, ref, context), between_builds=True)
         else:
             values = _aggregate_values(rel, rows, ref, context)
         if ref.group is None:

@@ -51,6 +51,7 @@ def collect(root: Path, incremental: bool = False) -> BuildResult:
     rendered = render_pages(numbered, memo.reuse)
     bundled = build_bundles(rendered, started)
     result = publish(bundled, memo.reuse)
+    site.cache.save()   # the aggregates computed now, kept for the next build (fixtures.KeptAggregates)
     # a reused page showing a reused bundle: its printed hashes were checked when both were made
     result.bundle_pages = [(path, b) for path, b in result.bundle_pages if not memo.verified_before(path, b)]
     result.note = "; ".join(n for n in (memo.summary() if incremental else "", result.note) if n)

@@ -100,7 +100,7 @@ def load_site(root: Path, errors: Errors) -> Site | None:
     jinja = make_env(files)
     facts = reader.site_facts(root)
     jinja.globals.update(built=facts, og=None, cite=None, provenance_href="")  # reader features (site_src/reader)
-    cache = FixtureCache()
+    cache = FixtureCache(root)
     honesty = Honesty(root, errors, cache, files=files, jinja=jinja)
     honesty.study_urls = {p.meta["bundle"]: p.url for p in pages.values()
                           if p.is_study and isinstance(p.meta.get("bundle"), str)}

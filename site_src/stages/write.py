@@ -97,20 +97,18 @@ def _verify_bundles(target: Path, result: BuildResult) -> None:
 
 
 def _write_checked(result: BuildResult, target: Path, previous: Path | None = None) -> None:
-    """Write the pages Pagefind reads, start it on them (site_src/reader/search.py), write and check
-    everything else meanwhile, then wait for the index: all before the swap."""
-    names = sorted(result.files)
-    pages = [rel for rel in names if reader.search_reads(rel)]
-    rest = [rel for rel in names if not reader.search_reads(rel)]
-    write_tree(result.files, target, pages, previous)
+    """Start Pagefind on the pages it reads (site_src/reader/search.py), write and check the site
+    meanwhile, then wait for the index: all before the swap."""
     indexing = None
     if result.ok:
+        pages = {rel: data if isinstance(data, bytes) else data.read_bytes()
+                 for rel, data in result.files.items() if reader.search_reads(rel)}
         try:
-            indexing = reader.Indexing(target)
+            indexing = reader.Indexing(target, pages)
         except reader.SearchError as exc:
             result.errors.add(BuildError(str(exc)))
     try:
-        write_tree(result.files, target, rest, previous)
+        write_tree(result.files, target, None, previous)
         _verify_bundles(target, result)
     except BaseException:
         if indexing is not None:

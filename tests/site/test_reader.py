@@ -128,6 +128,37 @@ def test_search_index_covers_content_pages_only(site_dir):
     assert len(marked) >= len(pages), f"{len(marked)} pages marked for the index, {len(pages)} content pages"
 
 
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_search_index_is_what_pagefind_makes_of_the_whole_pages(site_dir, tmp_path, monkeypatch):
+    """The build gives Pagefind only what it reads of each page (site_src/reader/search.py
+    `read_by_search`: no page without data-pagefind-body, no site header or footer), through its
+    service: the index is byte for byte the one made from the whole pages, and its page fragments
+    are those of Pagefind's own command-line run over the written site."""
+    from site_src.reader import search
+
+    pages = {rel: data for rel, data in ((p.relative_to(site_dir).as_posix(), p.read_bytes())
+                                         for p in sorted(site_dir.rglob("index.html")))
+             if search.indexed(rel) and not rel.startswith("pagefind/")}
+    cut = search.read_by_search(pages)
+    assert sum(map(len, cut.values())) < 0.7 * sum(map(len, pages.values())), "nothing was cut: the test checks nothing"
+    search.Indexing(tmp_path / "cut", pages).finish()
+    monkeypatch.setattr(search, "read_by_search", lambda given: given)
+    search.Indexing(tmp_path / "whole", pages).finish()
+    assert _tree(tmp_path / "cut") == _tree(tmp_path / "whole")
+    assert _tree(tmp_path / "cut" / "pagefind") == _tree(site_dir / "pagefind"), "the built index is not this one"
+
+    from pagefind_bin import get_executable
+    site = tmp_path / "site"
+    for rel, data in pages.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_bytes(data)
+    subprocess.run([str(get_executable()), "--site", str(site), "--glob", "**/index.html", "--silent"], check=True)
+    assert _tree(site / "pagefind" / "fragment") == _tree(site_dir / "pagefind" / "fragment")
+
+
 def _indexed_text(site_dir: Path) -> dict[str, str]:
     """{page URL: the text Pagefind indexed for it}, read from the index's page fragments (gzip, a
     "pagefind_dcd" signature, then JSON with the page's `url` and `content`)."""
