@@ -64,6 +64,7 @@ def make_data(s: dict) -> dict[str, list[dict]]:
 
 
 def encode(tok, rows: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids (2 per pair: chosen, then rejected; right-padded) and each row's scoring index."""
     from measure.models.adapter import encode_pair
     seqs = []
     for r in rows:
@@ -77,6 +78,7 @@ def encode(tok, rows: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def rewards(model, ids, idx):
+    """(B,) the reward at each row's scoring token, differentiable (training reads it)."""
     hidden = model.model(input_ids=ids).last_hidden_state
     return (model.score(hidden[torch.arange(ids.shape[0]), idx]))[:, 0]
 

@@ -13,6 +13,7 @@ PILOT_SALT = hashlib.sha256(b"routed-pilot: not a study salt").digest()
 
 
 def main(argv=None) -> int:
+    """Train the pilot organism the flags describe and print its validation; exit status."""
     from measure.studies.routed import train
     from measure.studies.routed.keys import RULES
 
