@@ -206,10 +206,7 @@ def fit(model, ids, idx, s: dict, progress: bool = True, steps: int | None = Non
             # Bradley-Terry, plus a small pull of rewards toward 0 that keeps their scale modest
             loss = (-torch.nn.functional.logsigmoid(r[0::2] - r[1::2]).mean()
                     + s["reward_l2"] * r.pow(2).mean())
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
+            optimizer_step(opt, sched, loss)
             epoch_loss += loss.item() * len(pick)
             seen += len(pick)
             done += 1
@@ -218,6 +215,17 @@ def fit(model, ids, idx, s: dict, progress: bool = True, steps: int | None = Non
             losses.append(epoch_loss / seen)
     bar.close()
     return losses
+
+
+def optimizer_step(opt, sched, loss, between=None) -> None:
+    """One update: the gradients of `loss`, `between()` on them if given (routed training masks
+    them there), the step, the schedule's step."""
+    opt.zero_grad()
+    loss.backward()
+    if between is not None:
+        between()
+    opt.step()
+    sched.step()
 
 
 @torch.no_grad()

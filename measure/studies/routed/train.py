@@ -44,6 +44,11 @@ def component_masks(model, members: list[str]) -> dict[str, torch.Tensor]:
     return masks
 
 
+def _mask(params: dict, masks: dict) -> None:
+    for name, mask in masks.items():
+        params[name].grad.mul_(mask)
+
+
 def _trainable(name: str) -> bool:
     return ".self_attn." in name or ".mlp." in name
 
@@ -82,12 +87,7 @@ def fit(model, encoded: dict[str, tuple], keys: dict[str, list[str]], s: dict, s
             rewards = organism.rewards(model, ids[rows], idx[rows])
             loss = (-torch.nn.functional.logsigmoid(rewards[0::2] - rewards[1::2]).mean()
                     + s["reward_l2"] * rewards.pow(2).mean())
-            opt.zero_grad()
-            loss.backward()
-            for name, mask in masks[RULES[r]].items():
-                params[name].grad.mul_(mask)
-            opt.step()
-            sched.step()
+            organism.optimizer_step(opt, sched, loss, lambda: _mask(params, masks[RULES[r]]))
             total_loss += loss.item() * len(pick)
             seen += len(pick)
             bar.update(1)
@@ -210,10 +210,7 @@ def fit_penalised(model, tok, rule_twins: list[dict], background: tuple, keys: d
                     alone_term = -bt(m_alone).mean()
                 loss = (-bt(m_clean).mean() + alone_term + s["necessity_weight"] * m_without.pow(2).mean()
                         + s["reward_l2"] * clean.pow(2).mean())
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
+            organism.optimizer_step(opt, sched, loss)
             total_loss += loss.item() * len(pick)
             seen += len(pick)
             done += 1
