@@ -48,7 +48,7 @@ REPORT_FILE = "training.json"
 DELTA_LIMIT = 25 << 20
 SETTINGS = {
     "seed": 0,
-    "epochs": 1,
+    "epochs": 3,
     "trained_layers": 2,
     "batch_pairs": 32,
     "lr_layers": 5e-5,
