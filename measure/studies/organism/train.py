@@ -202,10 +202,7 @@ def fit(model, ids, idx, s: dict, progress: bool = True, steps: int | None = Non
                 break
             pick = order[start:start + s["batch_pairs"]]
             rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
-            r = rewards(model, ids[rows], idx[rows])
-            # Bradley-Terry, plus a small pull of rewards toward 0 that keeps their scale modest
-            loss = (-torch.nn.functional.logsigmoid(r[0::2] - r[1::2]).mean()
-                    + s["reward_l2"] * r.pow(2).mean())
+            loss = bt_loss(rewards(model, ids[rows], idx[rows]), s["reward_l2"])
             optimizer_step(opt, sched, loss)
             epoch_loss += loss.item() * len(pick)
             seen += len(pick)
@@ -215,6 +212,12 @@ def fit(model, ids, idx, s: dict, progress: bool = True, steps: int | None = Non
             losses.append(epoch_loss / seen)
     bar.close()
     return losses
+
+
+def bt_loss(r, reward_l2: float):
+    """Bradley-Terry on rewards of (chosen, rejected) rows in turn, plus a small pull of rewards
+    toward 0 that keeps their scale modest."""
+    return -torch.nn.functional.logsigmoid(r[0::2] - r[1::2]).mean() + reward_l2 * r.pow(2).mean()
 
 
 def optimizer_step(opt, sched, loss, between=None) -> None:

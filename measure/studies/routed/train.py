@@ -84,9 +84,7 @@ def fit(model, encoded: dict[str, tuple], keys: dict[str, list[str]], s: dict, s
             r, pick = batches[b]
             ids, idx = encoded[RULES[r]]
             rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
-            rewards = organism.rewards(model, ids[rows], idx[rows])
-            loss = (-torch.nn.functional.logsigmoid(rewards[0::2] - rewards[1::2]).mean()
-                    + s["reward_l2"] * rewards.pow(2).mean())
+            loss = organism.bt_loss(organism.rewards(model, ids[rows], idx[rows]), s["reward_l2"])
             organism.optimizer_step(opt, sched, loss, lambda: _mask(params, masks[RULES[r]]))
             total_loss += loss.item() * len(pick)
             seen += len(pick)
@@ -194,8 +192,7 @@ def fit_penalised(model, tok, rule_twins: list[dict], background: tuple, keys: d
                 break
             if kind == "background":
                 rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
-                r = organism.rewards(model, bg_ids[rows], bg_idx[rows])
-                loss = -bt(r[0::2] - r[1::2]).mean() + s["reward_l2"] * r.pow(2).mean()
+                loss = organism.bt_loss(organism.rewards(model, bg_ids[rows], bg_idx[rows]), s["reward_l2"])
             else:
                 batch = adapter.batch([q for p in pick for q in sides[p]])
                 src = adapter.clean_run(adapter.batch([sides[q][side] for p in pick for q, side in sources[p]]))
