@@ -109,17 +109,18 @@ def pair_table(attribution_rows, patching_rows) -> dict:
 
 def scores(entry: dict, seeds, method: str, aggregation: str, floor: float) -> list[float]:
     """Component scores over the (resampled) seeds' pairs; a seed drawn twice counts twice."""
+    return [s if s >= floor else 0.0 for s in _unfloored(entry, seeds, method, aggregation)]
+
+
+def _unfloored(entry: dict, seeds, method: str, aggregation: str) -> list[float]:
     pairs = [pair[method] for seed in seeds for pair in entry["seeds"][seed]]
     n = len(pairs)
-    magnitude = aggregation == "magnitude" or (aggregation == "site" and method != "attribution")
-    out = []
-    for j in range(len(entry["components"])):
-        if magnitude:
-            s = math.fsum(abs(p[j]) for p in pairs) / n
-        else:
-            s = abs(math.fsum(p[j] for p in pairs) / n)
-        out.append(s if s >= floor else 0.0)
-    return out
+    if n == 0:
+        raise ValueError("scores: no pairs to score")
+    if aggregation == "magnitude" or (aggregation == "site" and method != "attribution"):
+        # one component's values over the pairs (fsum is exact: their order is free)
+        return [math.fsum(map(abs, column)) / n for column in zip(*pairs)]
+    return [abs(math.fsum(column) / n) for column in zip(*pairs)]
 
 
 def metric(values: list[float], names: list[str], key: list[str], which: str) -> float:
@@ -157,14 +158,22 @@ def _method(spec: dict) -> str:
     return f"patching_{spec['mode']}" if "mode" in spec else "attribution"
 
 
-def headline(table: dict, key: dict, spec: dict, method: str, units=None) -> float:
+def headline(table: dict, key: dict, spec: dict, method: str, units=None, memo: dict | None = None) -> float:
     """The mean over dimensions of one method's metric under one specification. `units`: the
     (dimension, seeds) to average over, a dimension or seed drawn twice counting twice (a
-    resample); by default every dimension with all its seeds."""
+    resample); by default every dimension with all its seeds. `memo` keeps the scores before
+    the floor, which many specifications share."""
     values = []
     for d, seeds in (units if units is not None else _every_unit(table, key)):
         entry = table[d]
-        s = scores(entry, seeds, method, spec["aggregation"], spec["floor"])
+        k = (d, tuple(seeds), method, spec["aggregation"])
+        if memo is None or k not in memo:
+            unfloored = _unfloored(entry, seeds, method, spec["aggregation"])
+            if memo is not None:
+                memo[k] = unfloored
+        else:
+            unfloored = memo[k]
+        s = [v if v >= spec["floor"] else 0.0 for v in unfloored]
         values.append(metric(s, entry["components"], key["dimensions"][d]["keys"][spec["key"]], spec["metric"]))
     return _mean(values)
 
@@ -186,11 +195,12 @@ def spec_rows(table: dict, key: dict) -> list[dict]:
     gap (patching minus attribution, same choices) above zero."""
     rows = []
     cache: dict = {}
+    memo: dict = {}
 
     def value(spec, method):
         k = (method, spec["floor"], spec["key"], spec["aggregation"], spec["metric"])
         if k not in cache:
-            cache[k] = headline(table, key, spec, method)
+            cache[k] = headline(table, key, spec, method, memo=memo)
         return cache[k]
 
     for spec in specifications("attribution"):
@@ -310,8 +320,9 @@ def _quantiles(values: list[float]) -> dict:
     return {"n": len(values), "p10": q(0.1), "p50": q(0.5), "p90": q(0.9), "max": values[-1]}
 
 
-def point(table: dict, key: dict) -> dict:
-    """Every point estimate of the key-recovery block."""
+def point(table: dict, key: dict, rows: list[dict] | None = None) -> dict:
+    """Every point estimate of the key-recovery block (`rows`: the specification curve's, when
+    already computed)."""
     groups = _groups(key, table)
     dims = sorted(key["dimensions"])
     primary = _primary_values(table, key, _every_unit(table, key))
@@ -323,8 +334,7 @@ def point(table: dict, key: dict) -> dict:
     per_mechanism = {mech: _primary_values(table, key, _every_unit(table, key, [d for d in dims
                                                                              if key["dimensions"][d]["mechanism"] == mech]))
                      for mech in mechanisms}
-    rows = spec_rows(table, key)
-    curve = curve_summary(rows)
+    curve = curve_summary(rows if rows is not None else spec_rows(table, key))
     background = _background(table, key)
     out = {
         "headline": {
@@ -440,11 +450,19 @@ def _flat(block, prefix=()):
         yield prefix, float(block)
 
 
-def check(attribution_rows, patching_rows, key: dict, published: dict, tolerance: float):
-    """Recompute every point estimate of `published` (golden.json's key_recovery block) from the
-    rows and the key; returns (report lines, [(disagreement, key path)], ok)."""
+def recompute(attribution_rows, patching_rows, key: dict) -> dict:
+    """The point estimates and the specification curve's rows, from the rows and the key: what
+    `check` and `check_spec_rows` compare (computed once when both are asked)."""
     table = pair_table(attribution_rows, patching_rows)
-    mine = point(table, key)
+    rows = spec_rows(table, key)
+    return {"point": point(table, key, rows), "spec_rows": rows}
+
+
+def check(attribution_rows, patching_rows, key: dict, published: dict, tolerance: float,
+          recomputed: dict | None = None):
+    """Recompute every point estimate of `published` (golden.json's key_recovery block) from the
+    rows and the key (or take `recompute`'s); returns (report lines, [(disagreement, key path)], ok)."""
+    mine = (recomputed or recompute(attribution_rows, patching_rows, key))["point"]
     comparisons = []
     for path, value in _flat(mine):
         node = published
@@ -477,9 +495,11 @@ def check(attribution_rows, patching_rows, key: dict, published: dict, tolerance
     return lines, comparisons, ok
 
 
-def check_spec_rows(attribution_rows, patching_rows, key: dict, published_rows: list[dict], tolerance: float):
-    """Recompute `spec_curve.jsonl` row by row; returns ([(disagreement, 'spec_curve.jsonl:LINE')], ok)."""
-    mine = spec_rows(pair_table(attribution_rows, patching_rows), key)
+def check_spec_rows(attribution_rows, patching_rows, key: dict, published_rows: list[dict], tolerance: float,
+                    recomputed: dict | None = None):
+    """Recompute `spec_curve.jsonl` row by row (or take `recompute`'s rows); returns
+    ([(disagreement, 'spec_curve.jsonl:LINE')], ok)."""
+    mine = recomputed["spec_rows"] if recomputed else spec_rows(pair_table(attribution_rows, patching_rows), key)
     out = []
     if len(mine) != len(published_rows):
         return [(math.inf, f"spec_curve.jsonl: {len(published_rows)} rows, {len(mine)} specifications")], False

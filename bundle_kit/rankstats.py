@@ -12,6 +12,7 @@ repository this file comes from; in short:
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -72,18 +73,19 @@ def mean(values: Iterable[float]) -> float:
 
 def average_ranks(values: Sequence[float]) -> list[float]:
     """Rank 1 = largest; tied values share the mean of the ranks they span."""
-    order = sorted(range(len(values)), key=lambda i: -values[i])
-    ranks = [0.0] * len(values)
-    start = 0
-    while start < len(order):
-        end = start
-        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
-            end += 1
-        shared = (start + end) / 2 + 1
-        for k in range(start, end + 1):
-            ranks[order[k]] = shared
+    shared = {}
+    start = 0   # the ranks are start + 1 .. end + 1, 0-based start and end
+    for value, tied in itertools.groupby(sorted(_numbers(values), reverse=True)):
+        end = start + sum(1 for _ in tied) - 1
+        shared[value] = (start + end) / 2 + 1
         start = end + 1
-    return ranks
+    return [shared[v] for v in values]
+
+
+def _numbers(values: Sequence[float]) -> Sequence[float]:
+    if any(v != v for v in values):
+        raise ValueError("a NaN has no rank")
+    return values
 
 
 def pearson(x: Sequence[float], y: Sequence[float]) -> float:
@@ -237,12 +239,13 @@ def percentile_interval(values: Sequence[float], level: float = 0.95) -> tuple[f
 def topk_inclusion(scores: Sequence[float], k: int) -> list[float]:
     """For each item, the probability that it is among the k largest scores when ties are broken
     at random: 1 above the cut, 0 below it, and the cut's tied block shares the slots left."""
-    out = []
-    for value in scores:
-        above = sum(1 for v in scores if v > value)
-        tied = sum(1 for v in scores if v == value)
-        out.append(min(1.0, max(0.0, (k - above) / tied)))
-    return out
+    shared = {}
+    above = 0
+    for value, tied in itertools.groupby(sorted(_numbers(scores), reverse=True)):
+        count = sum(1 for _ in tied)
+        shared[value] = min(1.0, max(0.0, (k - above) / count))
+        above += count
+    return [shared[v] for v in scores]
 
 
 def hierarchical_bootstrap(

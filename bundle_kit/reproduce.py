@@ -371,15 +371,17 @@ def _key_recovery(folder: str, golden: Golden, attribution: list, patching: list
                          key=("dimension", "pair_id", "component"))
     heads_p = _read_rows(folder, contract.HEADS_PATCHING, rankstats.PATCHING_FIELDS, ("clean_margin", "effect"),
                          key=("dimension", "pair_id", "component", "mode"))
-    lines, comparisons, ok = keyrecovery.check(attribution + heads_a, patching + heads_p, key,
-                                               golden.data["key_recovery"], tolerance)
+    attribution, patching = attribution + heads_a, patching + heads_p
+    recomputed = keyrecovery.recompute(attribution, patching, key)
+    lines, comparisons, ok = keyrecovery.check(attribution, patching, key, golden.data["key_recovery"], tolerance,
+                                               recomputed)
     for diff, label in comparisons:
         if not diff <= tolerance:
             lines.append(f"{golden.where(*label.split('/'))}: {label} disagrees by {_amount(diff)}")
     spec_file = getattr(keyrecovery, "SPEC_FILE", None)
     if spec_file and os.path.exists(os.path.join(folder, spec_file)):  # the specification curve, row by row
         published = rankstats.read_jsonl(os.path.join(folder, spec_file))
-        spec, spec_ok = keyrecovery.check_spec_rows(attribution + heads_a, patching + heads_p, key, published, tolerance)
+        spec, spec_ok = keyrecovery.check_spec_rows(attribution, patching, key, published, tolerance, recomputed)
         lines.append(f"{spec_file} rows recomputed  {len(spec)}, largest disagreement {_amount(max(spec)[0]) if spec else 'none'}")
         lines += [f"{where}: disagrees by {_amount(diff)}" for diff, where in spec if not diff <= tolerance]
         ok = ok and spec_ok

@@ -70,20 +70,53 @@ def _vega_lite(parts: FigureParts) -> list[dict]:
 
     Altair checks every object it makes and every spec it writes against the Vega-Lite schema
     (its "debug mode"): a third of a cold build. A kind's specs differ from build to build only in
-    their data, so each kind is checked once, in tests/figures/test_schema.py, and never here."""
+    their data, so each kind is checked once, in tests/figures/test_schema.py, and never here.
+    The chart is made once, with a palette of placeholders, and each theme's colours are put in
+    its dict: the two themes' specs differ only in those values, and making Altair objects is most
+    of what is left of a figure's cost."""
     from altair.utils.schemapi import debug_mode   # Altair is imported by the kind's module anyway
 
-    vls = []
     with debug_mode(False):
-        for theme in THEMES:
-            charts = parts.chart(PALETTES[theme])
-            for chart in charts if isinstance(charts, list) else [charts]:
-                vl = chart.to_dict(validate=False)
-                vl["datasets"] = {**vl.get("datasets", {}), **parts.datasets}
-                vl["config"] = _merge(vega_config(PALETTES[theme]), vl.get("config", {}))
-                vl["description"] = parts.alt
-                vls.append(vl)
+        charts = parts.chart(_PLACEHOLDERS)
+        drafts = [chart.to_dict(validate=False) for chart in (charts if isinstance(charts, list) else [charts])]
+    vls = []
+    for theme in THEMES:
+        palette = PALETTES[theme]
+        for draft in drafts:
+            vl = _with_palette(draft, palette)
+            vl["datasets"] = {**vl.get("datasets", {}), **parts.datasets}
+            vl["config"] = _merge(vega_config(palette), vl.get("config", {}))
+            vl["description"] = parts.alt
+            vls.append(vl)
     return vls
+
+
+# a character no chart text holds (Unicode's private use area) marks a palette placeholder
+_MARK = "\ue000"
+
+
+def _placeholder(key, value):
+    if isinstance(value, list):
+        return [f"{_MARK}{key}{_MARK}{i}{_MARK}" for i in range(len(value))]
+    return f"{_MARK}{key}{_MARK}"
+
+
+_PLACEHOLDERS = {key: _placeholder(key, value) for key, value in PALETTES["light"].items()}
+
+
+def _with_palette(obj, palette: dict):
+    """A copy of a chart's dict with each placeholder replaced by the palette's value."""
+    if isinstance(obj, dict):
+        return {key: _with_palette(value, palette) for key, value in obj.items()}
+    if isinstance(obj, list):
+        return [_with_palette(value, palette) for value in obj]
+    if isinstance(obj, str) and _MARK in obj:
+        key, *index = obj.strip(_MARK).split(_MARK)
+        if not obj.startswith(_MARK) or not obj.endswith(_MARK) or key not in palette:
+            raise ValueError(f"a palette value was used inside a string ({obj!r}): a chart may use "
+                             f"palette values only whole, as colours or schemes")
+        return palette[key][int(index[0])] if index else palette[key]
+    return obj
 
 
 # an HTML comment no page can forge (raw-HTML pages could write one): it is unknown until the build runs

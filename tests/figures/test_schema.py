@@ -8,6 +8,7 @@ kind that draws a chart, in both themes, with its data in place as the build sen
 from __future__ import annotations
 
 import altair as alt
+import pytest
 from altair.utils import schemapi
 from altair.vegalite.v6.schema import core
 
@@ -71,3 +72,38 @@ def test_a_build_does_not_check_specs_against_the_schema(ctx, monkeypatch):
     assert sum(map(len, specs.values())) > len(SPECS)
     assert set(calls) <= {"VariableParameter"}, sorted(set(calls))
     assert schemapi.DEBUG_MODE   # the build turned it off for its own figures only
+
+
+def test_a_chart_made_once_with_placeholders_equals_one_made_for_each_theme(ctx):
+    """A build makes each chart once, with palette placeholders, and puts each theme's colours
+    into its dict (assemble._vega_lite): for every kind, the specs equal the ones made from each
+    theme's palette directly, as builds did before."""
+    from importlib import import_module
+
+    assemble = import_module("site_src.figures.assemble")   # the package exports its function of that name
+    from site_src.figures.theme import PALETTES, THEMES, vega_config
+
+    for kind, spec in SPECS:
+        parts = import_module(f"site_src.figures.{kind}").build(spec, ctx)
+        direct = []
+        with schemapi.debug_mode(False):
+            for theme in THEMES:
+                charts = parts.chart(PALETTES[theme])
+                for chart in charts if isinstance(charts, list) else [charts]:
+                    vl = chart.to_dict(validate=False)
+                    vl["datasets"] = {**vl.get("datasets", {}), **parts.datasets}
+                    vl["config"] = assemble._merge(vega_config(PALETTES[theme]), vl.get("config", {}))
+                    vl["description"] = parts.alt
+                    direct.append(vl)
+        assert assemble._vega_lite(parts) == direct, kind
+
+
+def test_a_palette_value_inside_a_string_is_refused():
+    from importlib import import_module
+
+    assemble = import_module("site_src.figures.assemble")   # the package exports its function of that name
+
+    text = assemble._PLACEHOLDERS["text"]
+    assert assemble._with_palette({"mark": {"color": text}}, {"text": "#000"}) == {"mark": {"color": "#000"}}
+    with pytest.raises(ValueError, match="inside a string"):
+        assemble._with_palette({"calculate": f"'{text}' + datum.x"}, {"text": "#000"})
