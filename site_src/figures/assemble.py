@@ -42,7 +42,7 @@ def assemble(kind: str, figure_id: str, parts: FigureParts, ctx: FigureContext, 
     if parts.chart is not None:
         vls = _vega_lite(parts)
         panels = len(vls) // len(THEMES)
-        job = render.start_draws(vls, ctx.cache_dir)   # handed to the worker processes now
+        job = render.start_draws(vls, ctx.cache_dir, themed=True)   # handed to the worker processes now
         out.append(_controls(dom_id, parts))
         if panels == 1:
             finish = lambda: _drawn(render.finish_draws(job), dom_id, figure_id, parts, prefix)

@@ -17,12 +17,15 @@ import vl_convert
 from safe_io import write_atomic
 
 from . import vl_calls, worker
+from .recolour import colour_map
 from .svg_slim import NUMERIC, slim_svg
-from .theme import FONT
+from .theme import FONT, PALETTES
+
+COLOURS = colour_map(PALETTES["light"], PALETTES["dark"])   # for recolouring a light drawing dark
 
 VL_VERSION = "6.4"
 # Bump when the post-processing below changes, so stale cache entries are not reused.
-PIPELINE_VERSION = "figures-2"
+PIPELINE_VERSION = "figures-2"   # recoloured dark drawings are the drawn ones: no bump
 
 
 
@@ -44,19 +47,20 @@ def compile_and_render(vl_spec: dict, cache_dir: Path) -> tuple[dict, str]:
     return draw_all([vl_spec], cache_dir)[0]
 
 
-def draw_all(vl_specs: list[dict], cache_dir: Path) -> list[tuple[dict, str]]:
+def draw_all(vl_specs: list[dict], cache_dir: Path, themed: bool = False) -> list[tuple[dict, str]]:
     """(Vega spec, SVG text) of each Vega-Lite spec, from the cache when its hash is known; the
     others are drawn by the vl-convert worker processes (site_src/figures/worker.py), or here
-    when none can: the same calls either way."""
-    return finish_draws(start_draws(vl_specs, cache_dir))
+    when none can: the same calls either way. With `themed`, the first half of the specs are the
+    light themes of the second half's: each pair is drawn as one (vl_calls.draw_pair)."""
+    return finish_draws(start_draws(vl_specs, cache_dir, themed))
 
 
-def start_draws(vl_specs: list[dict], cache_dir: Path) -> tuple:
+def start_draws(vl_specs: list[dict], cache_dir: Path, themed: bool = False) -> tuple:
     """The first half of `draw_all`: read what is cached and hand the rest to the workers at once
     (their queues fill while this process goes on); `finish_draws` collects them."""
     cache_dir = Path(cache_dir)
     out: list = [None] * len(vl_specs)
-    todo = []
+    todo = {}
     for i, vl_spec in enumerate(vl_specs):
         vl_spec = {k: v for k, v in vl_spec.items() if k != "$schema"}
         key = spec_key(vl_spec)
@@ -64,23 +68,39 @@ def start_draws(vl_specs: list[dict], cache_dir: Path) -> tuple:
         if vg_path.is_file() and svg_path.is_file():
             out[i] = json.loads(vg_path.read_text("utf-8")), svg_path.read_text("utf-8")
         else:
-            todo.append((i, vl_spec, vg_path, svg_path))
-    handed = {i: worker.submit("draw", spec=vl_spec, vl_version=VL_VERSION) for i, vl_spec, _, _ in todo}
+            todo[i] = (vl_spec, vg_path, svg_path)
+    # a draw: (indices it answers, the call's arguments); a pair answers its light and its dark
+    half = len(vl_specs) // 2 if themed else 0
+    calls = [((i, i + half), ("draw_pair", {"light": todo[i][0], "dark": todo[i + half][0]}))
+             for i in range(half) if i in todo and i + half in todo]
+    paired = {i for indices, _ in calls for i in indices}
+    calls += [((i,), ("draw", {"spec": todo[i][0]})) for i in todo if i not in paired]
+    handed = [(indices, op, args, worker.submit(op, **args, **_extra(op))) for indices, (op, args) in calls]
     return cache_dir, out, todo, handed
+
+
+def _extra(op: str) -> dict:
+    return {"vl_version": VL_VERSION, **({"colours": COLOURS} if op == "draw_pair" else {})}
 
 
 def finish_draws(job: tuple) -> list[tuple[dict, str]]:
     """The second half of `draw_all`: wait for what the workers draw, put it in shape and cache it."""
     cache_dir, out, todo, handed = job
-    for i, vl_spec, vg_path, svg_path in todo:
-        drawn = worker.result(handed.get(i))
-        vg_spec, raw_svg = (drawn["vega"], drawn["svg"]) if drawn is not None else vl_calls.draw(vl_spec, VL_VERSION)
-        svg = canonical_ids(raw_svg)
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        # builds may run side by side (serve + build): never leave a half-written cache entry
-        write_atomic(vg_path, json.dumps(vg_spec, sort_keys=True, separators=(",", ":")))
-        write_atomic(svg_path, svg)
-        out[i] = vg_spec, svg
+    for indices, op, args, future in handed:
+        drawn = worker.result(future)
+        if drawn is None:   # no worker could: the same call here
+            drawn = (vl_calls.draw_pair(args["light"], args["dark"], VL_VERSION, COLOURS) if op == "draw_pair"
+                     else vl_calls.draw(args["spec"], VL_VERSION))
+        elif op == "draw":
+            drawn = drawn["vega"], drawn["svg"]
+        for i, (vg_spec, raw_svg) in zip(indices, drawn if op == "draw_pair" else [drawn]):
+            _, vg_path, svg_path = todo[i]
+            svg = canonical_ids(raw_svg)
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            # builds may run side by side (serve + build): never leave a half-written cache entry
+            write_atomic(vg_path, json.dumps(vg_spec, sort_keys=True, separators=(",", ":")))
+            write_atomic(svg_path, svg)
+            out[i] = vg_spec, svg
     return out
 
 

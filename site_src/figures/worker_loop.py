@@ -16,11 +16,13 @@ import vl_calls  # noqa: E402
 
 
 def answer(request: dict):
-    """The answer to one request (draw, png or bundle), as JSON-ready values."""
+    """The answer to one request (draw, draw_pair, png or bundle), as JSON-ready values."""
     op = request["op"]
     if op == "draw":   # Vega-Lite -> (Vega, SVG)
         vega, svg = vl_calls.draw(request["spec"], request["vl_version"])
         return {"vega": vega, "svg": svg}
+    if op == "draw_pair":   # a figure's light and dark Vega-Lite -> [[Vega, SVG], [Vega, SVG]]
+        return vl_calls.draw_pair(request["light"], request["dark"], request["vl_version"], request["colours"])
     if op == "png":   # Vega -> PNG bytes, as base64 text
         return base64.b64encode(vl_calls.png(request["spec"], request["scale"])).decode("ascii")
     if op == "bundle":

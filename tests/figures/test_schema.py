@@ -25,9 +25,9 @@ def drawn_specs(ctx, monkeypatch) -> dict[str, list[dict]]:
     sent: list = []
     start = fig_render.start_draws
 
-    def spy(vl_specs, cache_dir):
+    def spy(vl_specs, cache_dir, *args, **kwargs):
         sent.extend(vl_specs)
-        return start(vl_specs, cache_dir)
+        return start(vl_specs, cache_dir, *args, **kwargs)
     monkeypatch.setattr(fig_render, "start_draws", spy)
     out = {}
     for kind, spec in SPECS:
