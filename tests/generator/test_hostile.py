@@ -52,6 +52,23 @@ def test_duplicate_key_in_a_jsonl_row_and_in_front_matter(site, capsys):
     refused(capsys, site, expect=("content/bad.md:4: front matter: duplicate key 'title' (first at line 2)",))
 
 
+@pytest.mark.parametrize("text", [
+    '{"a": 1, "a": 2}',                       # the plain case
+    '{"\\u0061": 1, "a": 2}',                  # one key written with an escape
+    '{"x": {"k": 1, "k": 2}}',                # nested
+    '[{"k": 1, "k": 1}]',                     # in a list, the same value twice
+    '{"a": "a", "b": {"c": 1, "c": 2}}',      # a key that is also a value elsewhere
+])
+def test_a_duplicate_key_is_refused_however_the_row_is_read(text):
+    """site_src/parse.json_value reads most rows with the plain decoder (a cold build's parsing
+    time): no duplicate may take that way."""
+    from site_src.parse import ParseProblem, json_value
+
+    with pytest.raises(ParseProblem, match="duplicate key"):
+        json_value(text)
+    assert json_value('{"a": "a", "b": [{"c": 1}, {"c": 2}], "d": NaN}')["b"] == [{"c": 1}, {"c": 2}]
+
+
 BOMB = textwrap.dedent("""\
     a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]
     b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
