@@ -94,4 +94,5 @@ def provenance_row(resolved: Resolved, text: str, rid: str, prefix: str) -> dict
     page shows, the raw value, where it was recorded or how it was computed, and its receipt's id."""
     return {"text": text, "raw": raw_text(resolved.value), "receipt": resolved.receipt,
             "href": prefix + resolved.href if resolved.href else "", "anchor": rid,
-            "source": resolved.source, "line": resolved.line, "expression": resolved.expression}
+            "source": resolved.source, "line": resolved.line, "expression": resolved.expression,
+            "page": ""}   # the file beside the page that shows the value, when the page itself does not

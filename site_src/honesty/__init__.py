@@ -30,6 +30,13 @@ class StudyHonesty:
     corrections: list = field(default_factory=list)         # dicts for partials/corrections.html
     withdrawals: list = field(default_factory=list)         # dicts for partials/corrections.html
     bundle_sha256: str = ""
+    corrections_page: str = ""   # the file beside the study page that holds its corrections, when they do not fit there
+
+
+# Corrections a study page shows itself; more are a page of their own beside it (a 97-row table
+# was 54 kB of the organism page, over the 200 kB a page may weigh before interaction).
+CORRECTIONS_INLINE = 20
+CORRECTIONS_PAGE = "corrections.html"
 
 
 class Honesty:
@@ -99,6 +106,8 @@ class Honesty:
             registrations=[v for v in self.registrations if v.registration.study == name],
             corrections=self._shown.get(page.rel, []), withdrawals=self._withdrawn.get(page.rel, []),
             bundle_sha256=getattr(bundle, "sha256", ""))
+        if len(info.corrections) > CORRECTIONS_INLINE:
+            info.corrections_page = CORRECTIONS_PAGE
         self.studies[name] = info
         return info
 

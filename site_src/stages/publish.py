@@ -3,6 +3,8 @@ fixtures and their line views, the bundles' zips, the static and figure assets a
 as one map {path under the site root: bytes}. Every output path is checked."""
 from __future__ import annotations
 
+import re
+
 import jinja2
 from markupsafe import Markup, escape
 
@@ -81,8 +83,18 @@ def _page_files(site: Site, output, study, check) -> dict:
     extra, files = reader.page_extras(site.root, site.config, page, output.rendered, output.bundle, prefix, site.facts)
     files[page.out_path] = _page_html(site, page, output.rendered, output.bundle, study,
                                       {**extra, "check": check if check and check.present else None}).encode()
-    files.update(reader.provenance_page(site.jinja, _common(site, None, prefix), page, output.rendered))
+    shown_in = {}
+    if study is not None and study.corrections_page:   # in the page's folder: its receipts' links hold there
+        html = reader.word_boundaries(reader.breakable_code(site.jinja.get_template("corrections_page.html").render(
+            **_common(site, None, prefix), title=f"Corrections: {page.meta.get('title', page.rel)}", description="",
+            page_title=page.meta.get("title", page.rel), page_href="./", honesty=study)))
+        files[f"{page.url}{study.corrections_page}"] = html.encode()
+        shown_in = dict.fromkeys(_RECEIPT_ID.findall(html), study.corrections_page)
+    files.update(reader.provenance_page(site.jinja, _common(site, None, prefix), page, output.rendered, shown_in))
     return {**output.rendered.files, **files}
+
+
+_RECEIPT_ID = re.compile(r'<a class="ref"[^>]*\sid="(ref-\d+)"')
 
 
 def _figure_assets(site: Site) -> dict:

@@ -264,6 +264,25 @@ def test_page_shows_both_values_each_with_its_receipt(tmp_path):
     assert '<a href="#corrections">1 published value corrected</a>' in html
 
 
+def test_corrections_past_what_the_study_page_holds_are_a_page_beside_it(tmp_path, monkeypatch):
+    """More corrections than CORRECTIONS_INLINE: the study page says how many and links to
+    corrections.html in its own folder, which holds the whole table (both values, their receipts,
+    the reasons); under the limit the table stays on the study page (the test above)."""
+    import site_src.honesty as honesty
+
+    monkeypatch.setattr(honesty, "CORRECTIONS_INLINE", 0)
+    note = GOOD.format(published=_tiny_mean_rho())
+    result, errors = _site_with_note(tmp_path, note, "## Result\n\nText.\n")
+    assert errors == []
+    html = result.files["studies/tiny/index.html"].decode()
+    section = html[html.index('id="corrections"'):]
+    assert '<a href="corrections.html">Each corrected value' in section and "<del>" not in section
+    page = result.files["studies/tiny/corrections.html"].decode()
+    table = page[page.index("corrections-table"):]
+    assert "<del><a class=\"ref\"" in table and 'href="../../source/bundles/tiny/CORRECTIONS.md.html#L4"' in table
+    assert 'id="correction-reason-1">A reason.' in page and '<a href="./">' in page
+
+
 def test_corrected_value_quoted_bare_is_refused(tmp_path):
     note = GOOD.format(published=_tiny_mean_rho())
     _result, errors = _site_with_note(tmp_path, note, "## Result\n\nThe mean rho is {{ golden.json#mean_rho }}.\n")
