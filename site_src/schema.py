@@ -218,6 +218,14 @@ FIGURE_KINDS = {
     "lens_curve": FigureKind("the running margin read layer by layer, and the crystallization depth", OBSERVATIONAL,
                              {"lens": _rows("lens rows")},
                              {"dimension": Field("the dimension drawn first, the others grey (default: the first)")}),
+    "removal_curve": FigureKind("the share of the margin removed as the top k blocks are patched together, "
+                                "beside random directions", CAUSAL,
+                                {"where": Field("a reference to {objective: {order, curve, moved_curve}} "
+                                                "(golden.json#where)", required=True),
+                                 "target": Field("a reference to the share a smallest set must remove", required=True),
+                                 "null_curve": _rows("the null's per-direction curve rows (null_curve.jsonl)"),
+                                 "null_sums": _rows("the null's per-direction sums (null_directions.jsonl)")},
+                                {"dimension": Field("the objective drawn first (default: the first)")}),
     "margin_distribution": FigureKind("the model's own margins, nothing replaced", OBSERVATIONAL,
                                       {"pairs": _rows("rows with dimension, pair_id and a margin")},
                                       {"field": Field("the margin field (default: margin, else clean_margin)")}),

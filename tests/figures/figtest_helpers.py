@@ -22,6 +22,8 @@ SPECS = [
     ("spec_curve", {"id": "i", "data": {"rows": "spec_curve.jsonl",
                                         "summary": "key_recovery.json#key_recovery/spec_curve/gap"},
                     "options": {"table_rows": 300}}),
+    ("removal_curve", {"id": "j", "data": {"where": "removal.json#where", "target": "removal.json#target",
+                                           "null_curve": "null_curve.jsonl", "null_sums": "null_directions.jsonl"}}),
 ]
 
 SVG = re.compile(r'<svg class="fig-svg fig-svg-(light|dark|themed)".*?</svg>', re.S)

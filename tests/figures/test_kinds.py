@@ -236,3 +236,37 @@ def test_ranking_figures_take_the_study_patch_score(ctx):
     assert sensitivity != ranked_components("helpfulness")   # the fixture tells them apart
     with pytest.raises(FigureError, match="patch_score"):
         render_figure("top_lists", {"id": "tl", "data": DATA, "options": {"patch_score": "median"}}, ctx)
+
+
+def test_removal_curve_draws_the_chosen_objective_with_its_null_band_and_smallest_set(ctx):
+    from bundle_kit import localize
+    from figtest_helpers import SPECS
+    spec = dict(SPECS)["removal_curve"]
+    fig = render_figure("removal_curve", spec, ctx)
+    assert fig.marks == 6   # 2 objectives x 3 sets
+    for svg in svgs(inlined(fig)).values():
+        assert count_marks(svg, "removed") == 1 and count_marks(svg, "moved") == 1
+        assert count_marks(svg, "null") == 1
+        assert count_marks(svg, "k80") == 1   # helpfulness reaches 0.8 at k = 2
+    assert '<select id="fig-j-dimension" data-figure-signal="dimension">' in inlined(fig)
+    # the band is localize.band over the directions' moved shares, one implementation
+    sums = {r["direction"]: r["abs_margin"] for r in rankstats.read_jsonl(FIXTURES / "null_directions.jsonl")
+            if r["dimension"] == "helpfulness"}
+    moved = [localize.patch_score(r["curve"][0], sums[r["direction"]])
+             for r in rankstats.read_jsonl(FIXTURES / "null_curve.jsonl") if r["dimension"] == "helpfulness"]
+    low, high = localize.band(moved)
+    csv = next(v for k, v in fig.files.items() if k.endswith(".csv")).decode().splitlines()
+    assert csv[1].split(",") == ["helpfulness", "1", "mlp_L1", "+0.450000", "+0.500000", f"{low:+.6f}", f"{high:+.6f}"]
+    # safety never reaches the target: no diamond when it is drawn
+    safety = render_figure("removal_curve", {**spec, "options": {"dimension": "safety"}}, ctx)
+    for svg in svgs(inlined(safety)).values():
+        assert count_marks(svg, "k80") == 0
+
+
+def test_removal_curve_refuses_a_summary_without_its_curves(ctx, tmp_path):
+    from figtest_helpers import SPECS
+    spec = dict(SPECS)["removal_curve"]
+    with pytest.raises(FigureError, match=r"removal.json:\d+ is not an \{objective"):
+        render_figure("removal_curve", {**spec, "data": {**spec["data"], "where": "removal.json#target"}}, ctx)
+    with pytest.raises(FigureError, match="order lacks order, curve and moved_curve"):
+        render_figure("removal_curve", {**spec, "data": {**spec["data"], "where": "removal.json#where/helpfulness"}}, ctx)
