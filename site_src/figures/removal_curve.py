@@ -55,8 +55,7 @@ def _null_bands(ctx, spec: dict, objectives: list, n: int) -> tuple[dict, list]:
             moved[row["dimension"]][k].append(localize.patch_score(value, size[key]))
     bands = {o: [localize.band(values) for values in moved[o]] for o in objectives if moved[o][0]}
     base = file_receipt(ctx, null)
-    directions = {o: len(moved[o][0]) for o in bands}
-    sources = [computed(base, directions[o], f"random directions of {o}: the moved share of each nested set, "
+    sources = [computed(base, len(moved[o][0]), f"random directions of {o}: the moved share of each nested set, "
                                              f"5th to 95th percentile over them (localize.band)") for o in bands]
     return bands, sources
 

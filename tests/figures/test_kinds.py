@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from bundle_kit import rankstats
+from bundle_kit import localize, rankstats
 from site_src.figures import FigureError, render_figure
 
-from figtest_helpers import FIXTURES, count_marks, inlined, panel_svgs, payload, svgs
+from figtest_helpers import FIXTURES, SPECS, count_marks, inlined, panel_svgs, payload, svgs
 
 DATA = {"attribution": "attribution_per_pair.jsonl", "patching": "patching_per_pair.jsonl"}
 
@@ -239,8 +239,6 @@ def test_ranking_figures_take_the_study_patch_score(ctx):
 
 
 def test_removal_curve_draws_the_chosen_objective_with_its_null_band_and_smallest_set(ctx):
-    from bundle_kit import localize
-    from figtest_helpers import SPECS
     spec = dict(SPECS)["removal_curve"]
     fig = render_figure("removal_curve", spec, ctx)
     assert fig.marks == 6   # 2 objectives x 3 sets
@@ -263,8 +261,7 @@ def test_removal_curve_draws_the_chosen_objective_with_its_null_band_and_smalles
         assert count_marks(svg, "k80") == 0
 
 
-def test_removal_curve_refuses_a_summary_without_its_curves(ctx, tmp_path):
-    from figtest_helpers import SPECS
+def test_removal_curve_refuses_a_summary_without_its_curves(ctx):
     spec = dict(SPECS)["removal_curve"]
     with pytest.raises(FigureError, match=r"removal.json:\d+ is not an \{objective"):
         render_figure("removal_curve", {**spec, "data": {**spec["data"], "where": "removal.json#target"}}, ctx)
