@@ -8,10 +8,11 @@ it only makes the next build a clean one):
 - **No-op.** `up_to_date(root, out)` hashes every file git lists in the repository (tracked and
   untracked, not ignored), the HEAD commit and whether the tree is dirty (the footer names both),
   the generator's version and the output folder's entries (size, mtime, ctime, inode). When all
-  of it equals what the last successful build into `out` recorded, and every file of the site
-  still has the sha256 of the bytes that build wrote (a page edited in place with its size and
-  mtime restored does not), the build stops there, before anything imports jinja2, altair or
-  vl-convert.
+  of it equals what the last successful build into `out` recorded, the build stops there, before
+  anything imports jinja2, altair or vl-convert. A page edited in place with its size and mtime
+  restored still has a new ctime; a file written within the clock tick of the build's record (the
+  fence, `_touch_fence`) could keep its ctime, so its bytes are read and must have the sha256 the
+  build wrote.
 - **Pages.** `PageMemo` keys each page by its source, every fixture and bundle file it resolved
   against (recorded while it rendered), the navigation (every page's title, URL, number, summary,
   trust), the figure numbers it shows or links to, `content/site.yaml`, registrations/ and
@@ -305,7 +306,7 @@ def up_to_date(root: Path, out: Path) -> dict | None:
             recorded = entry.get("sha256", {})
             base = os.path.join(live, "")
             # read and hashed a block at a time: the whole site (its zips included) is never in memory
-            if not all(recorded.get(rel) == _file_sha(base + rel) for rel in entry["files"]):
+            if not all(recorded.get(rel) == _file_sha(base + rel) for rel in _not_fenced(entry)):
                 return None     # a page changed in place: trust no output that is not what was written
             if state.digests.hashed:   # files hashed while too fresh to trust: keep their digests now
                 _save_digests(root, state)
@@ -365,10 +366,33 @@ def _record(root: Path, out: Path, files: dict) -> None:
     fresh = State(root)   # a page memo may have saved since `state` was read
     fresh.digests.new.update(state.digests.new)
     fresh.data["outputs"] = {k: v for k, v in fresh.data["outputs"].items() if os.path.lexists(k)}
+    _touch_fence(live)
     fresh.data["outputs"][str(out)] = {"key": key, "folder": str(live), "files": names,
                                        "sha256": {rel: _written_sha(files[rel], state.digests) for rel in names},
                                        "signature": _output_signature(live)}
     fresh.save()
+
+
+# The fence: the build folder's stamp, touched when the build is recorded, so that its ctime is the
+# file system's clock at that moment (read in that file system's own granularity). A file whose
+# recorded ctime is older than the fence cannot be written again without its ctime moving past the
+# recorded one, which the signature compares; a file written in the fence's own clock tick could,
+# so its bytes are read and hashed. This is git's rule for racily clean index entries, and it
+# spares a no-op build reading the whole site (a hundred megabytes, its zips) each time.
+def _touch_fence(live: Path) -> None:
+    from .paths import STAMP
+    os.utime(live / STAMP)
+
+
+def _not_fenced(entry: dict) -> list[str]:
+    """The recorded output files whose bytes must be read: every one not older than the fence
+    (all of them when the record has no fence)."""
+    from .paths import STAMP
+    ctimes = {row[0]: row[3] for row in entry.get("signature", [])}
+    fence = ctimes.get(STAMP)
+    if fence is None:
+        return list(entry["files"])
+    return [rel for rel in entry["files"] if ctimes.get(rel, fence) >= fence]
 
 
 # ---------------------------------------------------------------- layer 2: pages

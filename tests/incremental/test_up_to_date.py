@@ -55,17 +55,56 @@ def test_a_page_tampered_in_place_with_its_mtime_restored_is_rebuilt(tmp_path):
     assert "up to date" in _build(root)                      # and is a no-op again afterwards
 
 
-def test_the_check_reads_the_content_not_only_the_ctime(tmp_path, monkeypatch):
-    """Even where the ctime says nothing (a copy that keeps it, a coarse clock), the sha256 the
-    build recorded at write time is what decides."""
+def _recorded(root: Path, out: Path) -> dict:
+    import json
+    state = json.loads((root / ".cache" / "incremental" / "state.json").read_text())
+    return state["outputs"][str(out)]
+
+
+def test_a_file_written_in_the_fence_tick_is_read(tmp_path, monkeypatch):
+    """Where the ctime says nothing (a file written in the same clock tick as the build's record,
+    the fence), the sha256 the build recorded at write time is what decides: a tampered page
+    whose whole stat signature stayed as recorded is still found."""
     from site_src import incremental
+    from site_src.paths import STAMP
     root = _site(tmp_path)
     _build(root)
     out = root / "public"
     assert incremental.up_to_date(root, out) is not None
-    real = incremental._output_signature
-    frozen = real(Path(os.path.realpath(out)))
+    frozen = incremental._output_signature(Path(os.path.realpath(out)))
+    fence = next(row[3] for row in frozen if row[0] == STAMP)
+    racy = [[*row[:3], fence, row[4]] if row[0] == "index.html" else row for row in frozen]
+    monkeypatch.setattr(incremental, "_output_signature", lambda folder: racy)
+    monkeypatch.setattr(incremental.State, "__init__", _with_signature(incremental.State.__init__, str(out), racy))
+    assert incremental.up_to_date(root, out) is not None      # untampered: still a no-op
     good = _tamper_in_place(out / "index.html")
-    monkeypatch.setattr(incremental, "_output_signature", lambda folder: frozen)
     assert incremental.up_to_date(root, out) is None
     (out / "index.html").write_bytes(good)
+
+
+def _with_signature(init, out: str, signature: list):
+    def patched(self, root):
+        init(self, root)
+        self.data["outputs"][out]["signature"] = signature
+    return patched
+
+
+def test_the_no_op_reads_only_files_not_older_than_the_fence(tmp_path, monkeypatch):
+    """A no-op does not read the site again: only the files whose recorded ctime is not older
+    than the fence (the stamp, touched when the build was recorded) are hashed."""
+    from site_src import incremental
+    from site_src.paths import STAMP
+    root = _site(tmp_path)
+    _build(root)
+    out = root / "public"
+    entry = _recorded(root, out)
+    ctimes = {row[0]: row[3] for row in entry["signature"]}
+    fence = ctimes[STAMP]
+    racy = {rel for rel in entry["files"] if ctimes[rel] >= fence}
+    read = []
+    real = incremental._file_sha
+    monkeypatch.setattr(incremental, "_file_sha", lambda path: read.append(path) or real(path))
+    assert incremental.up_to_date(root, out) is not None
+    live = os.path.realpath(out)
+    assert sorted(os.path.relpath(p, live) for p in read) == sorted(racy)
+    assert len(racy) < len(entry["files"]) / 2   # the build's pages were written ticks before its record
