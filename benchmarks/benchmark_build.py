@@ -11,7 +11,7 @@ table block. Every build runs `build.py` in a fresh interpreter, as an author wo
 - marginal:  clean builds (`--clean`, warm figure cache) of the site without and with the N pages:
              (with - without) / N is the cost of one more page;
 - serve:     the same edit saved while `build.py serve` runs: seconds until the rebuilt site is
-             swapped in (the server notices changes by polling every 0.3 s; that is included).
+             swapped in (the server notices changes by polling every 0.1 s, serve.POLL_S; that is included).
 
 If MkDocs is installed (the `bench` extra: `pip install -e '.[bench]'`), the same N pages, with
 their references written out as plain numbers, are built by `mkdocs build` in the same run, and
@@ -109,7 +109,7 @@ def build(root: Path, out: Path, *extra: str, label: str = "") -> float:
 
 def serve_edit_times(root: Path, out: Path, note: Path, index: int, repeat: int) -> list[float]:
     """Seconds from saving an edit to `build.py serve` having rebuilt and swapped the site in (what
-    the open page's live reload waits for): the server polls every 0.3 s, so this includes the
+    the open page's live reload waits for): the server polls every 0.1 s (serve.POLL_S), so this includes the
     time to notice the change. The state is read from its /__serve/state endpoint."""
     import json
     import re
