@@ -29,7 +29,7 @@ from urllib.parse import unquote, urlsplit
 from .errors import BuildError, internal_error
 
 # how often the source folders are looked at: a saved edit waits half of it on average before
-# its rebuild starts; one look over this repository takes about a millisecond
+# its rebuild starts; one look over this repository takes about 2 ms
 POLL_S = 0.1
 WATCHED = ("content", "templates", "bundles", "quoted", "registrations", "reproductions", "data")
 LIVE_PREFIX = "/__serve/"
