@@ -34,13 +34,39 @@ from .stages.write import check_in_temporary, write_and_swap
 __all__ = ["BuildResult", "build", "collect"]
 
 
-def collect(root: Path, incremental: bool = False) -> BuildResult:
+def collect(root: Path, incremental: bool = False, search: bool = False) -> BuildResult:
     """Everything the site would hold, in memory: stages 1 to 5. With `incremental`, pages whose
-    inputs did not change come from the page cache (site_src/incremental.py)."""
+    inputs did not change come from the page cache (site_src/incremental.py). With `search`, the
+    search index is started on the pages as publish makes them (`result.search`, finished or
+    abandoned by stage 6)."""
     errors = Errors()
     site = load_site(root, errors)
     if site is None:
         return BuildResult(errors)
+    indexing = _start_search(errors) if search else None
+    try:
+        result = _stages(site, errors, root, incremental, indexing)
+    except BaseException:
+        if indexing is not None:
+            indexing.abandon()
+        raise
+    if indexing is not None and not result.ok:
+        indexing.abandon()
+        indexing = None
+    result.search = indexing
+    return result
+
+
+def _start_search(errors: Errors):
+    from . import reader
+    try:
+        return reader.Indexing()
+    except reader.SearchError as exc:
+        errors.add(BuildError(str(exc)))
+        return None
+
+
+def _stages(site, errors: Errors, root: Path, incremental: bool, indexing) -> BuildResult:
     memo = PageMemo(site.root, site.files, errors, enabled=incremental)
     numbered = number_figures(site, memo.reuse)
     memo.set_site(site.pages, site.order, numbered.figures)   # what every page's key holds
@@ -50,7 +76,7 @@ def collect(root: Path, incremental: bool = False) -> BuildResult:
     started = start_bundles(numbered, memo.reuse)   # stage 4's checks run beside stage 3 (subprocesses)
     rendered = render_pages(numbered, memo.reuse)
     bundled = build_bundles(rendered, started)
-    result = publish(bundled, memo.reuse)
+    result = publish(bundled, memo.reuse, indexing.add if indexing is not None else None)
     site.cache.save()   # the aggregates computed now, kept for the next build (fixtures.KeptAggregates)
     # a reused page showing a reused bundle: its printed hashes were checked when both were made
     result.bundle_pages = [(path, b) for path, b in result.bundle_pages if not memo.verified_before(path, b)]
@@ -82,7 +108,7 @@ def build(root: Path, out: Path | None = None, keep: bool = True, incremental: b
         if same is not None:
             return BuildResult(Errors(), same, note="up to date: nothing changed")
     try:
-        result = collect(root, incremental)
+        result = collect(root, incremental, search=True)
     except Exception as exc:  # a bug outside any page: one line, nothing written
         errors = Errors()
         errors.add(internal_error(exc, "build"))

@@ -13,9 +13,9 @@ The generator calls four things, each a thin call site:
 - `word_boundaries(html)` on each page: whitespace where search would run two elements' words together;
 - `unindexed_blocks(html)` on each page body: code and program output left out of search;
 - `provenance_page(...)` per content page: every value it shows, on a page of its own;
-- `Indexing(folder, pages)` on the pages (`search_reads(rel)` names them), from memory, before the
-  build folder is written; finished before the output is swapped into place (`index_search(folder)`
-  indexes the pages written in a folder).
+- `Indexing()`, given the pages (`search_reads(rel)` names them) from memory as publish makes
+  them (`add`), and finished into the build folder before it is swapped into place
+  (`finish(folder)`; `index_search(folder)` indexes the pages written in a folder).
 """
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import queue
 import subprocess
 import sys
 import tempfile
@@ -68,17 +69,17 @@ def read_by_search(pages: dict[str, bytes]) -> dict[str, bytes]:
     left out, and the site's header and footer are cut out of the others."""
     if not any(_BODY in html for html in pages.values()):
         return pages   # Pagefind reads every page whole
-    out = {}
-    for rel, html in pages.items():
-        if _BODY not in html:
-            continue
-        for start, end in _CHROME:
-            begin = html.find(start)
-            stop = html.find(end, begin) if begin >= 0 else -1
-            if stop >= 0 and not _read_outside_body(html[begin + len(start):stop]):
-                html = html[:begin] + html[stop + len(end):]
-        out[rel] = html
-    return out
+    return {rel: _cut_chrome(html) for rel, html in pages.items() if _BODY in html}
+
+
+def _cut_chrome(html: bytes) -> bytes:
+    """A marked page without the site's header and footer, where Pagefind reads nothing of them."""
+    for start, end in _CHROME:
+        begin = html.find(start)
+        stop = html.find(end, begin) if begin >= 0 else -1
+        if stop >= 0 and not _read_outside_body(html[begin + len(start):stop]):
+            html = html[:begin] + html[stop + len(end):]
+    return html
 
 
 def _command() -> list[str]:
@@ -99,19 +100,23 @@ def _message(number: int, payload: dict) -> bytes:
 
 class Indexing:
     """One Pagefind service (`pagefind --service`, the protocol its Python package speaks, without
-    that package's 0.1 s wait per reply) given `pages` ({output path: HTML}) straight from memory,
-    its index written to `site`/pagefind/. It starts before the build folder is written and works
-    on the second core while the build writes and checks everything else.
+    that package's 0.1 s wait per reply), given each page from memory as the build makes it
+    (`add`), and asked for the index when the build folder is written (`finish`). Pagefind reads
+    each page on the second core while the build publishes and writes the rest.
 
-    Pages are added in the order of their paths: the index is the same for the same pages on any
-    file system (Pagefind's own walk numbers them in the order the file system lists them)."""
+    The index depends on the order of the pages (Pagefind numbers them as they come): `add` keeps
+    the order it is given, which is the build's own (the same for the same site). What Pagefind
+    reads of a page is `read_by_search`'s, decided page by page: a page without the body mark
+    is held back until `finish`, and given whole only if no page had the mark."""
 
-    def __init__(self, site: Path, pages: dict[str, bytes]):
+    def __init__(self):
         if not available():
             raise SearchError("search: Pagefind is not installed; run `pip install 'pagefind[bin]'` (or `make site`)")
-        self.site = Path(site)
-        self.pages = pages
         self.problems: list[str] = []
+        self.files: list | None = None
+        self.marked = False
+        self.held: list[tuple[str, bytes]] = []
+        self.sent = 0
         self.stderr = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -119,59 +124,77 @@ class Indexing:
         except OSError as exc:
             self.stderr.close()
             raise SearchError(f"search: Pagefind did not run: {exc}") from None
-        self.talk = threading.Thread(target=self._talk, daemon=True)
-        self.talk.start()
+        # requests go out through a thread of their own: a page larger than the pipe's buffer
+        # waits there for Pagefind to read it, never the build's main thread
+        self.outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self.writer = threading.Thread(target=self._write_requests, daemon=True)
+        self.reader = threading.Thread(target=self._read_replies, daemon=True)
+        self.writer.start()
+        self.reader.start()
+        self._send({"type": "NewIndex", "config": {}})
 
-    def _requests(self) -> list[bytes]:
-        read = read_by_search(self.pages)
-        requests = [_message(1, {"type": "NewIndex", "config": {}})]
-        requests += [_message(n, {"type": "AddFile", "index_id": 0, "file_path": rel,
-                                  "file_contents": read[rel].decode("utf-8")})
-                     for n, rel in enumerate(sorted(read), start=2)]
-        # the index's files in the reply, written here: the service's own WriteFiles returns before
-        # its last writes are done, and the service exits as soon as its input closes
-        requests.append(_message(len(requests) + 1, {"type": "GetFiles", "index_id": 0}))
-        return requests
+    def _send(self, payload: dict) -> None:
+        self.sent += 1
+        self.outbox.put(_message(self.sent, payload))
 
-    def _talk(self) -> None:
-        """Send every request, read every reply, then close the service's input, which ends it, and
-        write the index's files (the last reply). Run beside the build's main thread, which
-        meanwhile writes the site."""
-        files = None
+    def add(self, pages: dict[str, bytes]) -> None:
+        """Give Pagefind the pages among `pages` ({output path: HTML}) that it indexes, in order."""
+        for rel, html in pages.items():
+            if not indexed(rel):
+                continue
+            if not isinstance(html, bytes):   # a file copied from the repository (sources.CopiedFile)
+                html = html.read_bytes()
+            if _BODY in html:
+                self.marked = True
+                self._add_file(rel, _cut_chrome(html))
+            else:
+                self.held.append((rel, html))
+
+    def _add_file(self, rel: str, html: bytes) -> None:
         try:
-            requests = self._requests()
-            self.proc.stdin.write(b"".join(requests))
-            self.proc.stdin.flush()
-            pending, replies = b"", 0
-            while replies < len(requests):
+            text = html.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.problems.append(f"{rel} is not UTF-8 ({exc.reason})")
+            return
+        self._send({"type": "AddFile", "index_id": 0, "file_path": rel, "file_contents": text})
+
+    def _write_requests(self) -> None:
+        while (request := self.outbox.get()) is not None:
+            try:
+                self.proc.stdin.write(request)
+                self.proc.stdin.flush()
+            except (OSError, ValueError) as exc:   # the service is gone: the reader says why
+                self.problems.append(f"{type(exc).__name__}: {exc}")
+                return
+
+    def _read_replies(self) -> None:
+        """Read replies until the index's files come (the GetFiles reply), then close the service's
+        input, which ends it: its own WriteFiles returns before its last writes are done."""
+        try:
+            pending = b""
+            while self.files is None:
                 chunk = self.proc.stdout.read1(1 << 16)
                 if not chunk:
                     self.problems.append("the service ended before it gave the index")
                     break
                 *whole, pending = (pending + chunk).split(b",")
                 for reply in whole:
-                    replies += 1
                     payload = json.loads(base64.b64decode(reply)).get("payload", {})
                     if payload.get("type") == "Error":
                         self.problems.append(str(payload.get("message")))
                     elif payload.get("type") == "GetFiles":
-                        files = payload.get("files")
-        except (OSError, ValueError) as exc:   # a broken pipe, a page not UTF-8, a reply not JSON
+                        self.files = payload.get("files") or []
+        except (OSError, ValueError) as exc:   # a reply not JSON, a page not UTF-8
             self.problems.append(f"{type(exc).__name__}: {exc}")
         finally:
             try:
                 self.proc.stdin.close()
             except OSError:
                 pass
-        if files is not None and not self.problems:
-            try:
-                self._write(files)
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                self.problems.append(f"the index could not be written: {type(exc).__name__}: {exc}")
 
-    def _write(self, files: list) -> None:
+    def _write(self, site: Path, files: list) -> None:
         """Write the index's files ({path under pagefind/, base64 content}) but the UNUSED ones."""
-        out = self.site / FOLDER
+        out = Path(site) / FOLDER
         for file in files:
             rel = PurePosixPath(file["path"])
             if rel.is_absolute() or ".." in rel.parts or not rel.parts:
@@ -182,10 +205,16 @@ class Indexing:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(base64.b64decode(file["content"]))
 
-    def finish(self) -> int:
-        """Wait for Pagefind; the number of files it wrote. Raises SearchError."""
-        self.talk.join(timeout=120)
-        if self.talk.is_alive():
+    def finish(self, site: Path) -> int:
+        """Ask for the index, wait for it and write it under `site`/pagefind/; the number of files
+        written. Raises SearchError."""
+        if not self.marked:   # no page marks its body: Pagefind reads every page whole
+            for rel, html in self.held:
+                self._add_file(rel, html)
+        self._send({"type": "GetFiles", "index_id": 0})
+        self.outbox.put(None)
+        self.reader.join(timeout=120)
+        if self.reader.is_alive():
             self.abandon()
             raise SearchError("search: Pagefind ran past 120 s")
         try:
@@ -193,10 +222,15 @@ class Indexing:
         except subprocess.TimeoutExpired:
             self.abandon()
             raise SearchError("search: Pagefind did not stop once the index was written") from None
+        if self.files is not None and not self.problems:
+            try:
+                self._write(site, self.files)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                self.problems.append(f"the index could not be written: {type(exc).__name__}: {exc}")
         self.stderr.seek(0)
         stderr = self.stderr.read().decode("utf-8", "replace")
         self.stderr.close()
-        out = self.site / FOLDER
+        out = Path(site) / FOLDER
         if self.problems or self.proc.returncode != 0 or not (out / "pagefind.js").is_file():
             why = "; ".join(self.problems) or stderr
             raise SearchError(f"search: Pagefind failed (exit {self.proc.returncode}): {why[-2000:]}")
@@ -204,16 +238,21 @@ class Indexing:
 
     def abandon(self) -> None:
         """Stop the indexer and wait for it (the build failed)."""
+        self.outbox.put(None)
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
-        self.talk.join(timeout=10)
-        self.stderr.close()
+        self.reader.join(timeout=10)
+        if not self.stderr.closed:
+            self.stderr.close()
 
 
 def index_search(site: Path) -> int:
-    """Index the pages written in `site`; returns the number of files Pagefind wrote. Raises SearchError."""
+    """Index the pages written in `site`, in the order of their paths; returns the number of
+    files Pagefind wrote. Raises SearchError."""
     site = Path(site)
     pages = {p.relative_to(site).as_posix(): p.read_bytes() for p in sorted(site.rglob("index.html"))
              if p.is_file() and not p.relative_to(site).as_posix().startswith(FOLDER + "/")}
-    return Indexing(site, pages).finish()
+    indexing = Indexing()
+    indexing.add(pages)
+    return indexing.finish(site)

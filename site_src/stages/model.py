@@ -109,6 +109,7 @@ class BuildResult:
     bundle_pages: list[tuple[str, Bundle]] = field(default_factory=list)   # (page output path, its bundle)
     note: str = ""                                     # e.g. how many pages were reused (site_src/incremental.py)
     memo: PageCache | None = field(default=None, repr=False)   # site.py's page cache of this build
+    search: object = field(default=None, repr=False)   # the search index being made (reader.Indexing), or None
 
     @property
     def ok(self) -> bool:

@@ -4,6 +4,7 @@ as one map {path under the site root: bytes}. Every output path is checked."""
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 import jinja2
 from markupsafe import Markup, escape
@@ -20,12 +21,21 @@ from .model import BuildResult, Bundled, Reuse, Site, make_anew
 DOCS_PAGE = "how-this-site-is-built.md"
 
 
-def publish(bundled: Bundled, reuse: Reuse = make_anew) -> BuildResult:
-    """The whole site as one map {path under the site root: bytes}, every output path checked."""
+def publish(bundled: Bundled, reuse: Reuse = make_anew, made: Callable[[dict], None] | None = None) -> BuildResult:
+    """The whole site as one map {path under the site root: bytes}, every output path checked.
+    `made`, when given, is handed the pages as they are made (each page's files in the order of
+    their paths, then the registration pages, then every other file), so that the search index
+    can read them meanwhile (site.py)."""
     rendered = bundled.rendered
     site = rendered.numbered.site
     errors = site.errors
     out: dict = {}
+    given: set = set()
+
+    def hand(files: dict) -> None:
+        if made is not None:
+            made(dict(sorted(files.items())))
+            given.update(files)
     bundle_pages = []
     check = browser_check.find(site.root) if bundled.bundles else None   # "Run the check here"
     for output in rendered.outputs:
@@ -34,7 +44,9 @@ def publish(bundled: Bundled, reuse: Reuse = make_anew) -> BuildResult:
         if bundle is not None:
             bundle_pages.append((page.out_path, bundle))
         try:
-            out.update(reuse("page files", output, lambda: _page_files(site, output, study, check)))
+            files = reuse("page files", output, lambda: _page_files(site, output, study, check))
+            out.update(files)
+            hand(files)
         except jinja2.TemplateError as exc:
             errors.add(BuildError(f"template error: {exc}", page.where()))
     if bundled.bundles:
@@ -46,10 +58,12 @@ def publish(bundled: Bundled, reuse: Reuse = make_anew) -> BuildResult:
     try:
         # the same pages while the registrations' verdicts, values and study links, the navigation,
         # the commit and the generator are (site_src/incremental.py: "registration pages")
-        out.update(reuse("registration pages", site.honesty.pages_inputs(), lambda: site.honesty.pages(
+        files = reuse("registration pages", site.honesty.pages_inputs(), lambda: site.honesty.pages(
             lambda template, prefix, **ctx: reader.word_boundaries(reader.breakable_code(
                 site.jinja.get_template(template).render(**_common(site, None, prefix),
-                                                         description=ctx.get("summary", ""), **ctx))))))
+                                                         description=ctx.get("summary", ""), **ctx)))))
+        out.update(files)
+        hand(files)
     except jinja2.TemplateError as exc:
         errors.add(BuildError(f"template error in the registration pages: {exc}"))
     used = dict(rendered.used)
@@ -72,6 +86,7 @@ def publish(bundled: Bundled, reuse: Reuse = make_anew) -> BuildResult:
         out["sitemap.xml"] = _sitemap(site)
     check_nav(site, out, errors)
     _check_outputs(out, errors)
+    hand({rel: data for rel, data in out.items() if rel not in given})
     return BuildResult(errors, out, bundle_pages, note=check.note if check else "")
 
 

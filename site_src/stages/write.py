@@ -97,14 +97,14 @@ def _verify_bundles(target: Path, result: BuildResult) -> None:
 
 
 def _write_checked(result: BuildResult, target: Path, previous: Path | None = None) -> None:
-    """Start Pagefind on the pages it reads (site_src/reader/search.py), write and check the site
-    meanwhile, then wait for the index: all before the swap."""
-    indexing = None
-    if result.ok:
-        pages = {rel: data if isinstance(data, bytes) else data.read_bytes()
-                 for rel, data in result.files.items() if reader.search_reads(rel)}
+    """Write and check the site while Pagefind indexes its pages (site_src/reader/search.py: started
+    on the pages as they were published, or here on the whole map), then wait for the index: all
+    before the swap."""
+    indexing, result.search = result.search, None
+    if indexing is None and result.ok:
         try:
-            indexing = reader.Indexing(target, pages)
+            indexing = reader.Indexing()
+            indexing.add(result.files)
         except reader.SearchError as exc:
             result.errors.add(BuildError(str(exc)))
     try:
@@ -116,7 +116,7 @@ def _write_checked(result: BuildResult, target: Path, previous: Path | None = No
         raise
     if indexing is not None:
         try:
-            indexing.finish()
+            indexing.finish(target)
         except reader.SearchError as exc:
             result.errors.add(BuildError(str(exc)))
 
@@ -156,6 +156,10 @@ def write_and_swap(result: BuildResult, folder: OutputFolder, swapped_in: Callab
         result.errors.add(BuildError(f"cannot write the site to {folder.out}: {_os_reason(exc)}"))
     except Exception as exc:  # a bug while writing: one line, and the old site stays
         result.errors.add(internal_error(exc, "write"))
+    finally:
+        if result.search is not None:   # the folder could not be locked or made: no index is wanted
+            result.search.abandon()
+            result.search = None
     return result
 
 

@@ -133,22 +133,37 @@ def _tree(folder: Path) -> dict[str, bytes]:
 
 
 def test_search_index_is_what_pagefind_makes_of_the_whole_pages(site_dir, tmp_path, monkeypatch):
-    """The build gives Pagefind only what it reads of each page (site_src/reader/search.py
-    `read_by_search`: no page without data-pagefind-body, no site header or footer), through its
-    service: the index is byte for byte the one made from the whole pages, and its page fragments
-    are those of Pagefind's own command-line run over the written site."""
+    """The build gives Pagefind each page as publish makes it, and only what Pagefind reads of it
+    (site_src/reader/search.py: no page without data-pagefind-body, no site header or footer),
+    through its service: the index is byte for byte the one the site's command line build made,
+    and the one made from the whole pages given in the same order; its page fragments are those
+    of Pagefind's own command-line run over the written site."""
+    from site_src import site as site_build
     from site_src.reader import search
 
-    pages = {rel: data for rel, data in ((p.relative_to(site_dir).as_posix(), p.read_bytes())
-                                         for p in sorted(site_dir.rglob("index.html")))
-             if search.indexed(rel) and not rel.startswith("pagefind/")}
+    fed: dict[str, bytes] = {}
+    real_add = search.Indexing.add
+
+    def add(self, pages):
+        fed.update({rel: data if isinstance(data, bytes) else data.read_bytes()
+                    for rel, data in pages.items() if search.indexed(rel)})
+        real_add(self, pages)
+
+    monkeypatch.setattr(search.Indexing, "add", add)
+    result = site_build.collect(REPO, search=True)
+    assert result.ok and result.search is not None, result.errors.lines()[:3]
+    result.search.finish(tmp_path / "streamed")
+    assert _tree(tmp_path / "streamed" / "pagefind") == _tree(site_dir / "pagefind"), "the built index is not this one"
+    pages = {rel: data for rel, data in fed.items() if not rel.startswith("pagefind/")}
     cut = search.read_by_search(pages)
     assert sum(map(len, cut.values())) < 0.7 * sum(map(len, pages.values())), "nothing was cut: the test checks nothing"
-    search.Indexing(tmp_path / "cut", pages).finish()
-    monkeypatch.setattr(search, "read_by_search", lambda given: given)
-    search.Indexing(tmp_path / "whole", pages).finish()
-    assert _tree(tmp_path / "cut") == _tree(tmp_path / "whole")
-    assert _tree(tmp_path / "cut" / "pagefind") == _tree(site_dir / "pagefind"), "the built index is not this one"
+    assert len(cut) < len(pages), "no page was left out: the test checks nothing"
+    whole = search.Indexing()
+    for rel, data in pages.items():   # every page whole, in the order the build gave them
+        whole._add_file(rel, data)
+    whole.marked = True
+    whole.finish(tmp_path / "whole")
+    assert _tree(tmp_path / "whole") == _tree(tmp_path / "streamed")
 
     from pagefind_bin import get_executable
     site = tmp_path / "site"
