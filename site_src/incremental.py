@@ -319,10 +319,11 @@ def up_to_date(root: Path, out: Path) -> dict | None:
 _LAST: dict = {}
 
 
-def record(root: Path, out: Path, files: dict) -> None:
-    """After a successful swap: remember what `out` now holds and what it was built from."""
+def record(root: Path, out: Path, files: dict, written: dict | None = None) -> None:
+    """After a successful swap: remember what `out` now holds and what it was built from.
+    `written` holds the sha256 of files already known (WrittenDigests)."""
     try:
-        _record(Path(root).resolve(), out, files)
+        _record(Path(root).resolve(), out, files, written or {})
     except (OSError, TypeError, ValueError) as exc:
         print(f"warning: the incremental cache was not saved ({type(exc).__name__}: {exc})", file=sys.stderr)
 
@@ -354,7 +355,7 @@ def _written_sha(data, digests: Digests) -> str:
     return digests.file(data.path) if hasattr(data, "path") else _sha(data)
 
 
-def _record(root: Path, out: Path, files: dict) -> None:
+def _record(root: Path, out: Path, files: dict, written: dict) -> None:
     key, state = _LAST.pop(str(out), (None, None))
     if state is None:
         state = State(root)
@@ -368,9 +369,58 @@ def _record(root: Path, out: Path, files: dict) -> None:
     fresh.data["outputs"] = {k: v for k, v in fresh.data["outputs"].items() if os.path.lexists(k)}
     _touch_fence(live)
     fresh.data["outputs"][str(out)] = {"key": key, "folder": str(live), "files": names,
-                                       "sha256": {rel: _written_sha(files[rel], state.digests) for rel in names},
+                                       "sha256": {rel: written.get(rel) or _written_sha(files[rel], state.digests)
+                                                  for rel in names},
                                        "signature": _output_signature(live)}
     fresh.save()
+
+
+def known_outputs(root: Path, out: Path) -> dict[str, str]:
+    """{path: sha256} of the files of the site now at `out` whose bytes are known without reading
+    them: recorded by the build that wrote them, their stat signature still the recorded one, and
+    older than that record's fence. Asked before the next build links anything to them (a link
+    moves an inode's ctime)."""
+    found = _LAST.get(str(out))
+    state = found[1] if found else State(Path(root).resolve())
+    entry = state.data["outputs"].get(str(out))
+    if not entry or not os.path.islink(out) or os.path.realpath(out) != entry.get("folder"):
+        return {}
+    from .paths import STAMP
+    recorded = {row[0]: row[1:] for row in entry.get("signature", [])}   # size, mtime, ctime, inode
+    fence = recorded.get(STAMP, [None, None, None])[2]
+    if fence is None:
+        return {}
+    known, base = {}, os.path.join(entry["folder"], "")
+    for rel, digest in entry.get("sha256", {}).items():
+        sig = recorded.get(rel)
+        if sig is None or sig[2] >= fence:
+            continue
+        try:
+            info = os.lstat(base + rel)
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode) and [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino] == sig:
+            known[rel] = digest
+    return known
+
+
+class WrittenDigests(dict):
+    """{output path: sha256 of the bytes written there}, each computed once per build: by the write
+    stage to link a file known unchanged (known_outputs), then by `record`. A copy of an input file
+    takes the input's memoized digest."""
+
+    def __init__(self, files: dict, digests: Digests):
+        super().__init__()
+        self.files, self.digests = files, digests
+
+    def __missing__(self, rel: str) -> str:
+        self[rel] = digest = _written_sha(self.files[rel], self.digests)
+        return digest
+
+    def complete(self) -> None:
+        """Compute every file's digest now (the build waits for Pagefind meanwhile)."""
+        for rel in self.files:
+            self[rel]
 
 
 # The fence: the build folder's stamp, touched when the build is recorded, so that its ctime is the
@@ -599,6 +649,13 @@ class PageMemo:
         made = make()
         self._registrations = (key, made)
         return made
+
+    def previous_outputs(self, out: Path, files: dict) -> tuple[dict, dict]:
+        """(known_outputs of the site at `out`, WrittenDigests of `files`): what the write stage
+        needs to link an unchanged file without reading it. Nothing known for a clean build."""
+        if not self.enabled:
+            return {}, None
+        return known_outputs(self.root, out), WrittenDigests(files, self.state.digests)
 
     def commit(self) -> None:
         """The build succeeded: save the rendered pages' entries (and the figure assets). A cache

@@ -118,7 +118,8 @@ def build(root: Path, out: Path | None = None, keep: bool = True, incremental: b
     if not keep:
         return check_in_temporary(result)
 
-    def swapped_in() -> None:   # the page cache and the input record, saved only for a site in place
+    def swapped_in(written: dict) -> None:   # the page cache and the input record, saved only for a site in place
         result.memo.commit()
-        record(folder.root, folder.out, result.files)
-    return write_and_swap(result, folder, swapped_in if incremental else None)
+        record(folder.root, folder.out, result.files, written)
+    return write_and_swap(result, folder, swapped_in if incremental else None,
+                          lambda: result.memo.previous_outputs(folder.out, result.files))

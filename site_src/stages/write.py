@@ -18,11 +18,14 @@ from ..sources import CopiedFile
 from .model import BuildResult
 
 
-def write_tree(files: dict, target: Path, names=None, previous: Path | None = None) -> None:
+def write_tree(files: dict, target: Path, names=None, previous: Path | None = None,
+               known: dict | None = None, written: dict | None = None) -> None:
     """Write `files` (or the `names` among them) under `target`. A file whose bytes equal the same
     file of the `previous` build folder is hard-linked to it instead: most of a rebuild's output
     (the bundles' zips, the fixtures' copies) is unchanged, and writing it again was most of the
-    time an edit waited for."""
+    time an edit waited for. A previous file whose sha256 is `known` (incremental.known_outputs)
+    is compared by that with `written[rel]`, the new bytes' sha256, and not read."""
+    known = known or {}
     # the previous build's regular files, reached without following a link: a link planted in
     # the old build is never followed out of it (one walk, not a realpath per file)
     kept = _regular_files(Path(os.path.realpath(previous))) if previous is not None else set()
@@ -36,7 +39,7 @@ def write_tree(files: dict, target: Path, names=None, previous: Path | None = No
             os.makedirs(parent, exist_ok=True)
             made.add(parent)
         data = files[rel]
-        if rel in kept and _same_as(old_base + rel, data):
+        if rel in kept and (known[rel] == written[rel] if rel in known else _same_as(old_base + rel, data)):
             try:
                 os.link(old_base + rel, path)
                 continue
@@ -96,7 +99,8 @@ def _verify_bundles(target: Path, result: BuildResult) -> None:
             result.errors.add(BuildError(f"published bundle check failed: {exc}", out_path))
 
 
-def _write_checked(result: BuildResult, target: Path, previous: Path | None = None) -> None:
+def _write_checked(result: BuildResult, target: Path, previous: Path | None = None,
+                   known: dict | None = None, written: dict | None = None) -> None:
     """Write and check the site while Pagefind indexes its pages (site_src/reader/search.py: started
     on the pages as they were published, or here on the whole map), then wait for the index: all
     before the swap."""
@@ -108,8 +112,10 @@ def _write_checked(result: BuildResult, target: Path, previous: Path | None = No
         except reader.SearchError as exc:
             result.errors.add(BuildError(str(exc)))
     try:
-        write_tree(result.files, target, None, previous)
+        write_tree(result.files, target, None, previous, known, written)
         _verify_bundles(target, result)
+        if written is not None and indexing is not None:   # for the record, while Pagefind finishes
+            written.complete()
     except BaseException:
         if indexing is not None:
             indexing.abandon()
@@ -131,22 +137,27 @@ def check_in_temporary(result: BuildResult) -> BuildResult:
     return result
 
 
-def write_and_swap(result: BuildResult, folder: OutputFolder, swapped_in: Callable[[], None] | None = None) -> BuildResult:
+def write_and_swap(result: BuildResult, folder: OutputFolder,
+                   swapped_in: Callable[[dict], None] | None = None,
+                   previous_outputs: Callable[[], tuple[dict, dict | None]] | None = None) -> BuildResult:
     """Write into a new build folder and swap it in; on any failure the old site stays.
-    `swapped_in()` is called right after the swap, still holding the output folder's lock
-    (site.py saves its page cache and input record there)."""
+    `previous_outputs()`, asked under the output folder's lock before anything is linked, gives
+    (the sha256 of the live site's files known unchanged, the sha256 of the new files as they are
+    computed): see write_tree. `swapped_in(written)` is called right after the swap, still holding
+    the lock (site.py saves its page cache and input record there)."""
     try:
         folder.out.parent.mkdir(parents=True, exist_ok=True)
         with folder.locked():
             staging = folder.new_build()
             swapped = False
             try:
-                _write_checked(result, staging, folder.live())
+                known, written = previous_outputs() if previous_outputs is not None else ({}, None)
+                _write_checked(result, staging, folder.live(), known, written)
                 if result.ok:
                     folder.swap(staging)
                     swapped = True
                     if swapped_in is not None:
-                        swapped_in()
+                        swapped_in(written or {})
             finally:
                 if not swapped:
                     folder.discard(staging)

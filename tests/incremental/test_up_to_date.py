@@ -108,3 +108,23 @@ def test_the_no_op_reads_only_files_not_older_than_the_fence(tmp_path, monkeypat
     live = os.path.realpath(out)
     assert sorted(os.path.relpath(p, live) for p in read) == sorted(racy)
     assert len(racy) < len(entry["files"]) / 2   # the build's pages were written ticks before its record
+
+
+def test_the_next_build_links_only_outputs_it_knows_unchanged(tmp_path):
+    """The write stage links a previous output without reading it only when its sha256 is known:
+    recorded, its stat signature as recorded, older than the fence. A page changed in place is
+    not known, and the next build writes the bytes it makes, not the changed ones."""
+    from site_src import incremental
+    root = _site(tmp_path)
+    _build(root)
+    out = root / "public"
+    entry = _recorded(root, out)
+    known = incremental.known_outputs(root, out)
+    assert "index.html" in known and set(known) <= set(entry["files"])
+    assert all(known[rel] == entry["sha256"][rel] for rel in known)
+    good = _tamper_in_place(out / "index.html")
+    assert "index.html" not in incremental.known_outputs(root, out)
+    page = next(p for p in sorted((root / "content").rglob("*.md")) if p.name != "index.md")
+    page.write_text(page.read_text(encoding="utf-8") + "\nOne more sentence.\n", encoding="utf-8")
+    assert "up to date" not in _build(root)
+    assert (out / "index.html").read_bytes() == good
