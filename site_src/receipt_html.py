@@ -25,6 +25,7 @@ Text values (a label, a citation) add the class `ref-text` and read as prose (si
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from urllib.parse import unquote
@@ -51,6 +52,9 @@ def raw_text(value) -> str:
 _SOURCE_LINK = re.compile(r"(?:\.\./)*source/([^#]*?)(?:\.html)?(?:#L([0-9]+))?")
 
 
+# Both read only their strings, and a site's receipts repeat them (the same fixture lines from
+# pages at the same depth): each answer is kept for the build.
+@functools.lru_cache(maxsize=1 << 15)
 def source_from_href(href: str, computed: bool) -> str | None:
     """Where a receipt's link says its value came from (`PATH:LINE`, or `PATH` for a computed
     value), as site.js reads it when the element carries no `data-source`; None for another link."""
@@ -79,6 +83,7 @@ def receipt_html(jinja, resolved: Resolved, text: str, rid: str, prefix: str) ->
     return Markup(html)
 
 
+@functools.lru_cache(maxsize=1 << 15)
 def _derivable(href: str, computed: bool, source: str) -> bool:
     """Whether site.js reads `source` back from `href`. Only a path spelled as urls.url_path spells
     it counts, where decodeURIComponent and unquote agree (no stray `%` for script to throw on)."""

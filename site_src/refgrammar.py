@@ -4,6 +4,7 @@ Parsing is separate from resolving so a malformed reference is reported without 
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -107,6 +108,13 @@ def _split_stage(stage: str) -> list[str]:
 
 def parse_ref(text: str) -> Ref:
     """Parse `SOURCE [| STAGE]...`; raises RefSyntaxError naming the offending part."""
+    return _parse_ref(text)
+
+
+# A Ref is frozen and made of tuples, so one parse serves every use of the same text: pages
+# repeat their references, and shlex's tokenizer was a tenth of a page's rendering.
+@functools.lru_cache(maxsize=8192)
+def _parse_ref(text: str) -> Ref:
     parts = [p.strip() for p in text.split("|")]
     if not parts[0]:
         raise RefSyntaxError("empty reference: expected FILE, FILE:LINE, FILE#KEY or FILE:LINE#KEY")

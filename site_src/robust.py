@@ -78,6 +78,8 @@ class Claim:
 def fold(text: str) -> str:
     """`text` as a reader sees it, spelled plainly: invisible characters removed, compatibility
     forms and accents folded, look-alike letters made Latin."""
+    if text.isascii():   # nothing here folds an ASCII character: most of a page's text
+        return text
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")
     text = _IGNORABLE.sub("", unicodedata.normalize("NFKC", text))
     text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")

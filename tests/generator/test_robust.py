@@ -195,3 +195,16 @@ def test_every_published_text_is_held_to_the_rule(site, capsys):
                   "content/claims.md:9: 'robust'", "content/claims.md:18: figure h: 'robust'",
                   "content/site.yaml:1: 'robust'", "findings block: 'Robust'"):
         assert any(where in line for line in err), (where, err)
+
+
+def test_ascii_text_folds_to_itself_as_the_full_fold_would_have_it():
+    """fold() returns ASCII text unchanged without folding it; that is right only while every
+    ASCII character comes through each step of the fold as itself."""
+    import unicodedata
+    every = "".join(chr(i) for i in range(128))
+    kept = "".join(c for c in every if unicodedata.category(c) != "Cf")
+    kept = robust._IGNORABLE.sub("", unicodedata.normalize("NFKC", kept))
+    kept = "".join(c for c in unicodedata.normalize("NFD", kept) if unicodedata.category(c) != "Mn")
+    assert unicodedata.normalize("NFC", kept).translate(robust._CONFUSABLES) == every
+    assert robust.fold(every) == every
+    assert robust.fold("r\u043ebust") == "robust"   # a Cyrillic o still folds
