@@ -407,10 +407,10 @@ def known_outputs(root: Path, out: Path) -> dict[str, str]:
 class WrittenDigests(dict):
     """{output path: sha256 of the bytes written there}, each computed once per build: by the write
     stage to link a file known unchanged (known_outputs), then by `record`. A copy of an input file
-    takes the input's memoized digest."""
+    takes the input's memoized digest, a bundle's zip the bundle's sha256 (`known`)."""
 
-    def __init__(self, files: dict, digests: Digests):
-        super().__init__()
+    def __init__(self, files: dict, digests: Digests, known: dict | None = None):
+        super().__init__({rel: d for rel, d in (known or {}).items() if rel in files})
         self.files, self.digests = files, digests
 
     def __missing__(self, rel: str) -> str:
@@ -650,12 +650,13 @@ class PageMemo:
         self._registrations = (key, made)
         return made
 
-    def previous_outputs(self, out: Path, files: dict) -> tuple[dict, dict]:
-        """(known_outputs of the site at `out`, WrittenDigests of `files`): what the write stage
-        needs to link an unchanged file without reading it. Nothing known for a clean build."""
+    def previous_outputs(self, out: Path, files: dict, digests: dict) -> tuple[dict, dict]:
+        """(known_outputs of the site at `out`, WrittenDigests of `files` with the `digests`
+        already known): what the write stage needs to link an unchanged file without reading it.
+        Nothing known for a clean build."""
         if not self.enabled:
             return {}, None
-        return known_outputs(self.root, out), WrittenDigests(files, self.state.digests)
+        return known_outputs(self.root, out), WrittenDigests(files, self.state.digests, digests)
 
     def commit(self) -> None:
         """The build succeeded: save the rendered pages' entries (and the figure assets). A cache

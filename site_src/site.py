@@ -122,4 +122,4 @@ def build(root: Path, out: Path | None = None, keep: bool = True, incremental: b
         result.memo.commit()
         record(folder.root, folder.out, result.files, written)
     return write_and_swap(result, folder, swapped_in if incremental else None,
-                          lambda: result.memo.previous_outputs(folder.out, result.files))
+                          lambda: result.memo.previous_outputs(folder.out, result.files, result.digests))

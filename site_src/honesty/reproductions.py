@@ -229,6 +229,7 @@ def load_reproductions(root: Path, study: str, bundle, errors, machines: set[str
                               "(Debian: apt-get install openssh-client)", f"{FOLDER}/{study}/"))
         return []
     out = []
+    known = signatures.GoodSignatures(root) if sigs else None
     for path, rel in records:
         try:
             doc = load_record(path, rel)
@@ -237,10 +238,12 @@ def load_reproductions(root: Path, study: str, bundle, errors, machines: set[str
             errors.add(exc)
             continue
         if path.name in sigs:
-            signed = signatures.verify(path, sigs[path.name], signers, keygen)
+            signed = signatures.verify(path, sigs[path.name], signers, keygen, known)
             out.append(classify(doc, bundle, machines, signed, f"{rel}{signatures.SIG_SUFFIX}"))
         else:
             out.append(classify(doc, bundle, machines))
+    if known is not None:
+        known.save()
     return mark_same_runs(out)
 
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundle_kit.record import SIGNING_NAMESPACE
+from safe_io import write_atomic
 
 from ..errors import BuildError
 
@@ -184,8 +187,11 @@ def parse_signature(data: bytes) -> tuple[str, str] | str:
     return base64.b64encode(key).decode(), namespace.decode("utf-8", "replace")
 
 
-def verify(record: Path, signature: Path, signers: dict[str, Signer], keygen: str) -> Signature:
-    """Whether `signature` is a good signature of `record`'s bytes by a listed signer."""
+def verify(record: Path, signature: Path, signers: dict[str, Signer], keygen: str,
+           known: dict | None = None) -> Signature:
+    """Whether `signature` is a good signature of `record`'s bytes by a listed signer. `known`
+    ({key: principal}, see `GoodSignatures`) holds the signatures ssh-keygen already accepted:
+    the same bytes, the same key and the same principal are not asked again."""
     data = signature.read_bytes()
     parsed = parse_signature(data)
     if isinstance(parsed, str):
@@ -196,6 +202,9 @@ def verify(record: Path, signature: Path, signers: dict[str, Signer], keygen: st
     signer = signers.get(key)
     if signer is None:
         return Signature(problem=f"unverified: signed by a key not in reproductions/{ALLOWED}")
+    asked = _question(record.read_bytes(), data, signer)
+    if known is not None and known.get(asked) == signer.principal:
+        return Signature(signer=signer.principal, project=signer.project)
     with tempfile.TemporaryDirectory(prefix="signers-") as tmp:
         allowed = Path(tmp) / ALLOWED
         allowed.write_text(signer.allowed_line(), encoding="utf-8")
@@ -210,7 +219,45 @@ def verify(record: Path, signature: Path, signers: dict[str, Signer], keygen: st
             return Signature(problem=f"unverified: ssh-keygen ran past {TIMEOUT_S} s")
     if done.returncode != 0:
         return Signature(problem=f"unverified: the signature by {signer.principal} does not match this record")
+    if known is not None:
+        known[asked] = signer.principal
     return Signature(signer=signer.principal, project=signer.project)
+
+
+def _question(message: bytes, signature: bytes, signer: Signer) -> str:
+    """What ssh-keygen is asked, as one digest: the record's bytes, the signature's, the allowed
+    key's line and the namespace."""
+    parts = [hashlib.sha256(message).hexdigest(), hashlib.sha256(signature).hexdigest(),
+             signer.allowed_line(), signer.principal, NAMESPACE]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+class GoodSignatures(dict):
+    """The signatures ssh-keygen accepted in earlier builds, kept in ROOT/.cache/honesty/ (a cache:
+    deleting it only costs the next build one ssh-keygen run per signed record). Only acceptances
+    are kept; a signature that failed is asked again every build."""
+
+    PATH = Path(".cache") / "honesty" / "signatures.json"
+
+    def __init__(self, root: Path):
+        self.path = Path(root) / self.PATH
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        super().__init__({k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+                         if isinstance(data, dict) else {})
+        self.loaded = dict(self)
+
+    def save(self) -> None:
+        """Keep the acceptances for the next build, when this one added any."""
+        if dict(self) == self.loaded:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(self.path, json.dumps(dict(sorted(self.items())), indent=0))
+        except OSError:
+            pass   # only speed is lost
 
 
 def keygen_path() -> str | None:

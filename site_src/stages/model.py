@@ -110,6 +110,7 @@ class BuildResult:
     note: str = ""                                     # e.g. how many pages were reused (site_src/incremental.py)
     memo: PageCache | None = field(default=None, repr=False)   # site.py's page cache of this build
     search: object = field(default=None, repr=False)   # the search index being made (reader.Indexing), or None
+    digests: dict = field(default_factory=dict, repr=False)   # path -> sha256 the build already knows (a zip's)
 
     @property
     def ok(self) -> bool:

@@ -87,7 +87,9 @@ def publish(bundled: Bundled, reuse: Reuse = make_anew, made: Callable[[dict], N
     check_nav(site, out, errors)
     _check_outputs(out, errors)
     hand({rel: data for rel, data in out.items() if rel not in given})
-    return BuildResult(errors, out, bundle_pages, note=check.note if check else "")
+    # a zip's sha256 is the bundle's own (printed on its page): nothing hashes 50 MB of zips again
+    digests = {b.zip_href: b.sha256 for b in bundled.bundles.values()}
+    return BuildResult(errors, out, bundle_pages, note=check.note if check else "", digests=digests)
 
 
 def _page_files(site: Site, output, study, check) -> dict:

@@ -496,3 +496,25 @@ def test_one_run_signed_by_two_keys_counts_once(recorded, tiny_bundle, keys):
     found, _errors = _load(root, tiny_bundle)
     assert rp.reproduction_line(found) == ("2 independent reproductions of this bundle, by alice@example.org (1 run) "
                                            "and bob@example.org (1 run)")
+
+
+def test_an_accepted_signature_is_not_asked_again_and_an_edit_is(recorded, tiny_bundle, keys, monkeypatch):
+    """ssh-keygen's acceptances are kept (signatures.GoodSignatures): the next build does not run it
+    for the same record, signature and key; a record edited after it was signed is asked again and
+    fails, though the old acceptance is still kept."""
+    root, text = recorded
+    write_signed(root, _elsewhere(text), keys["alice"])
+    found, errors = _load(root, tiny_bundle)
+    assert not errors and found[0].signature.signer == "alice@example.org"
+    kept = signatures.GoodSignatures(root)
+    assert list(kept.values()) == ["alice@example.org"]
+    runs = []
+    real_run = subprocess.run
+    monkeypatch.setattr(signatures.subprocess, "run", lambda *a, **k: runs.append(a) or real_run(*a, **k))
+    found, errors = _load(root, tiny_bundle)
+    assert not errors and found[0].signature.signer == "alice@example.org" and runs == []
+    path = root / "reproductions" / "tiny" / "alice.yaml"
+    path.write_text(_resign(_elsewhere(text).replace('hostname: "', 'hostname: "edited-', 1)))
+    found, _ = _load(root, tiny_bundle)
+    assert len(runs) == 1 and not found[0].signature.verified
+    assert list(signatures.GoodSignatures(root).values()) == ["alice@example.org"]
