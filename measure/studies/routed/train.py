@@ -19,7 +19,7 @@ SETTINGS = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
             "epochs": 12, "batch_pairs": 64, "learning_rate": 4e-3, "reward_l2": 0.002,
             "train_per_rule": 800, "check_per_rule": 48,
             "design": "strict", "necessity_weight": 1.0, "background_per_rule": 800, "alone_loss": "bt",
-            "keyed": list(RULES)}
+            "keyed": list(RULES), "penalty_ramp": 0.0}
 
 
 def component_masks(model, members: list[str]) -> dict[str, torch.Tensor]:
@@ -143,7 +143,8 @@ def fit_penalised(model, tok, rule_twins: list[dict], background: tuple, keys: d
     token length) adds to the Bradley-Terry loss on the clean margin: the same loss on the margin
     with everything outside the key resampled per side (the key must carry the rule alone) and
     `necessity_weight` times the squared margin with the key resampled (nothing else may carry
-    it). A batch of background twins (length, repetition; `background` = (ids, score index)) has
+    it). With `penalty_ramp` r > 0 both terms are weighed from 0 up to 1 over the first r of the
+    steps, so the rules are learnt before they are pushed into their keys. A batch of background twins (length, repetition; `background` = (ids, score index)) has
     the clean loss only, so the components outside the keys compute something real."""
     import random
 
@@ -194,6 +195,7 @@ def fit_penalised(model, tok, rule_twins: list[dict], background: tuple, keys: d
                 rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
                 loss = organism.bt_loss(organism.rewards(model, bg_ids[rows], bg_idx[rows]), s["reward_l2"])
             else:
+                weight = min(1.0, done / (s["penalty_ramp"] * total)) if s["penalty_ramp"] > 0 else 1.0
                 batch = adapter.batch([q for p in pick for q in sides[p]])
                 src = adapter.clean_run(adapter.batch([sides[q][side] for p in pick for q, side in sources[p]]))
                 key = set(keys[rule])
@@ -205,7 +207,7 @@ def fit_penalised(model, tok, rule_twins: list[dict], background: tuple, keys: d
                     alone_term = (m_clean - m_alone).pow(2).mean()
                 else:                            # the key alone must rank the pair
                     alone_term = -bt(m_alone).mean()
-                loss = (-bt(m_clean).mean() + alone_term + s["necessity_weight"] * m_without.pow(2).mean()
+                loss = (-bt(m_clean).mean() + weight * (alone_term + s["necessity_weight"] * m_without.pow(2).mean())
                         + s["reward_l2"] * clean.pow(2).mean())
             organism.optimizer_step(opt, sched, loss)
             total_loss += loss.item() * len(pick)
