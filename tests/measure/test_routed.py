@@ -88,3 +88,12 @@ def test_a_heads_mask_is_its_rows_of_q_k_v_and_its_columns_of_o():
     assert o[:, hd:2 * hd].all() and o.sum() == hd * s["hidden_size"]
     assert m["model.layers.0.mlp.down_proj.weight"].all()
     assert not m["model.layers.1.mlp.down_proj.weight"].any()
+
+
+def test_keys_of_three_components_keep_one_head_each_and_share_none():
+    drawn = keys.draw(3, SALT, 4, 4, size=3)
+    members = [c for key in drawn.values() for c in key]
+    assert all(len(key) == 3 and any(c.startswith("head_") for c in key) for key in drawn.values())
+    assert len(set(members)) == len(members)
+    with pytest.raises(MeasureError):
+        keys.draw(3, SALT, 4, 4, size=5)   # five keys of five do not fit in twenty components

@@ -1,8 +1,8 @@
 """The hidden key of every routed organism: drawn from the seed and a secret salt, committed as
 the salt's sha256 before analysis, revealed (the salt committed) only at unblinding.
 
-Per seed, each rule of RULES and the null rule gets one attention head and one more head or MLP,
-no component shared between rules. The null rule's key is a decoy: nothing is trained into it,
+Per seed, each rule of RULES and the null rule gets one attention head and one more head or MLP
+(or more: `size`), no component shared between rules. The null rule's key is a decoy: nothing is trained into it,
 so a method that "finds" it finds chance (key recovery 0.5).
 """
 from __future__ import annotations
@@ -27,17 +27,23 @@ def universe(n_layers: int, n_heads: int) -> list[str]:
     return out
 
 
-def draw(seed: int, salt: bytes, n_layers: int, n_heads: int) -> dict[str, list[str]]:
-    """{rule: sorted component names} for RULES and the null rule, from (seed, salt) alone."""
+def draw(seed: int, salt: bytes, n_layers: int, n_heads: int, size: int = 2) -> dict[str, list[str]]:
+    """{rule: sorted component names} for RULES and the null rule, from (seed, salt) alone: one
+    head and `size` - 1 more heads or MLPs per rule (size 2 draws the keys it always drew)."""
     rng = random.Random(hashlib.sha256(salt + f"routed/key/{seed}".encode()).digest())
     free = universe(n_layers, n_heads)
+    if size < 1 or size * (len(RULES) + 1) > len(free):
+        raise MeasureError(f"keys of {size} components: {len(RULES) + 1} keys do not fit in {len(free)} components")
     keys = {}
     for rule in (*RULES, NULL_RULE):
         head = rng.choice([c for c in free if c.startswith("head_")])
         free.remove(head)
-        other = rng.choice(free)
-        free.remove(other)
-        keys[rule] = sorted([head, other])
+        members = [head]
+        for _ in range(size - 1):
+            other = rng.choice(free)
+            free.remove(other)
+            members.append(other)
+        keys[rule] = sorted(members)
     return keys
 
 

@@ -25,6 +25,8 @@ def main(argv=None) -> int:
     ap.add_argument("--alone-loss", choices=("bt", "equal"), default=train.SETTINGS["alone_loss"],
                     help="penalised design: the key alone must rank the pair (bt), or the rest adds nothing (equal)")
     ap.add_argument("--keyed", default=",".join(RULES), help="penalised design: the rules given a key (the rest join the background)")
+    ap.add_argument("--key-size", type=int, default=train.SETTINGS["key_size"],
+                    help="components per key: one head and this many minus one more heads or MLPs")
     ap.add_argument("--ramp", type=float, default=train.SETTINGS["penalty_ramp"],
                     help="penalised design: the share of the steps over which the key penalties rise from 0 to full weight")
     args = ap.parse_args(argv)
@@ -35,9 +37,10 @@ def main(argv=None) -> int:
         report = train.build(folder, args.seed, PILOT_SALT, {"epochs": args.epochs, "learning_rate": args.lr,
                                                         "design": args.design,
                                                         "alone_loss": args.alone_loss,
-                                                        "keyed": keyed, "penalty_ramp": args.ramp})
+                                                        "keyed": keyed, "penalty_ramp": args.ramp,
+                                                        "key_size": args.key_size})
     v = report["validation"]
-    print(f"{args.design} design ({args.alone_loss}, ramp {args.ramp}), seed {args.seed}, {args.epochs} epochs, lr {args.lr}: epoch loss "
+    print(f"{args.design} design ({args.alone_loss}, ramp {args.ramp}, keys of {args.key_size}), seed {args.seed}, {args.epochs} epochs, lr {args.lr}: epoch loss "
           + " ".join(f"{x:.3f}" for x in report["epoch_loss"]))
     for rule in keyed:
         r = v[rule]

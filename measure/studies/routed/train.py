@@ -19,7 +19,7 @@ SETTINGS = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
             "epochs": 12, "batch_pairs": 64, "learning_rate": 4e-3, "reward_l2": 0.002,
             "train_per_rule": 800, "check_per_rule": 48,
             "design": "strict", "necessity_weight": 1.0, "background_per_rule": 800, "alone_loss": "bt",
-            "keyed": list(RULES), "penalty_ramp": 0.0}
+            "keyed": list(RULES), "penalty_ramp": 0.0, "key_size": 2}
 
 
 def component_masks(model, members: list[str]) -> dict[str, torch.Tensor]:
@@ -111,7 +111,7 @@ def build(out_dir, seed: int, salt: bytes, settings: dict | None = None, progres
     words = list(SPECIALS) + od.vocabulary()
     tok = word_tokenizer(words)
     model = organism.new_model(s, len(words))
-    keys = keymod.draw(seed, salt, s["num_hidden_layers"], s["num_attention_heads"])
+    keys = keymod.draw(seed, salt, s["num_hidden_layers"], s["num_attention_heads"], s["key_size"])
     train_rows = data.twins("train", seed, s["train_per_rule"], null=False)
     if s["design"] == "penalised":   # the rules not keyed join the background
         unkeyed = BACKGROUND_RULES + tuple(r for r in RULES if r not in s["keyed"])
