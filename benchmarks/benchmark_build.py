@@ -8,8 +8,10 @@ table block. Every build runs `build.py` in a fresh interpreter, as an author wo
 - cold:      no cache at all (no figure SVGs, no page cache), the whole site;
 - no-op:     the same command again with nothing changed;
 - edit:      one sentence of one generated page changed, then the same command;
-- marginal:  clean builds (`--clean`, warm figure cache) of the site without and with the N pages:
-             (with - without) / N is the cost of one more page;
+- marginal:  clean builds (`--clean`, warm figure cache) of the site without and with the N pages,
+             from two clones, one after the other in each round: the median over rounds of
+             (with - without) / N is the cost of one more page (a difference of two builds of
+             seconds each: taken within a round, the machine's drift between rounds cancels);
 - serve:     the same edit saved while `build.py serve` runs: seconds until the rebuilt site is
              swapped in (the server notices changes by polling every 0.1 s, serve.POLL_S; that is included).
 
@@ -206,14 +208,14 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp_name:
         tmp = Path(tmp_name)
         root = clone(tmp / "repo")
+        bare = clone(tmp / "bare")   # the same site without the generated pages
         base_pages = sum(1 for _ in (root / "content").rglob("*.md"))
-        # marginal cost: clean builds with a warm figure cache, without and with the generated pages
-        build(root, tmp / "warmup")
-        for _ in range(args.repeat):
-            results["base"].append(build(root, tmp / "base", "--clean", label="base"))
         add_pages(root, args.pages)
+        # marginal cost: clean builds with a warm figure cache, without and with the generated pages
+        build(bare, tmp / "warmup")
         build(root, tmp / "warmup2")
         for _ in range(args.repeat):
+            results["base"].append(build(bare, tmp / "base", "--clean", label="base"))
             results["full"].append(build(root, tmp / "full", "--clean", label="full"))
         edit_index = min(7, args.pages - 1)
         note = root / "content" / "notes" / f"note-{edit_index:03d}.md"
@@ -230,8 +232,8 @@ def main(argv=None) -> int:
     load_after = os.getloadavg()
     med = {k: statistics.median(v) for k, v in results.items()}
     cpu = {k: statistics.median(v) for k, v in CPU.items()}
-    marginal_ms = (med["full"] - med["base"]) / args.pages * 1000
-    marginal_cpu_ms = (cpu["full"] - cpu["base"]) / args.pages * 1000
+    marginal_ms = statistics.median(f - b for f, b in zip(results["full"], results["base"])) / args.pages * 1000
+    marginal_cpu_ms = statistics.median(f - b for f, b in zip(CPU["full"], CPU["base"])) / args.pages * 1000
     print(f"site: this repository's {base_pages} content pages (and the pages it derives from them) + {args.pages}"
           f" generated pages; median of {args.repeat}; wall seconds (CPU seconds)")
     rows = (("cold", "cold build (no caches)"), ("no-op", "no-op rebuild"), ("edit", "one-page edit"))
