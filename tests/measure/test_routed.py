@@ -97,3 +97,29 @@ def test_keys_of_three_components_keep_one_head_each_and_share_none():
     assert len(set(members)) == len(members)
     with pytest.raises(MeasureError):
         keys.draw(3, SALT, 4, 4, size=5)   # five keys of five do not fit in twenty components
+
+
+def test_the_isolated_design_trains_only_the_keys_after_the_background_phase():
+    """The isolated design's second phase moves only the keyed rules' components (the background,
+    trained first, stays as it was; so does the null rule's decoy)."""
+    from measure.models.wordtok import SPECIALS, word_tokenizer
+    s = dict(train.SETTINGS, epochs=1, batch_pairs=8, background_epochs=0, design="isolated")
+    organism.deterministic(0)
+    words = list(SPECIALS) + od.vocabulary()
+    model = organism.new_model(s, len(words))
+    tok = word_tokenizer(words)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    drawn = keys.draw(0, SALT, s["num_hidden_layers"], s["num_attention_heads"])
+    rows = data.twins("train", 0, 16, null=False)
+    background = organism.encode(tok, data.background_twins(0, 16, train.BACKGROUND_RULES))
+    train.fit_isolated(model, tok, rows, background, drawn, s, 0, progress=False, steps=3)
+    union = train.component_masks(model, [c for rule in keys.RULES for c in drawn[rule]])
+    moved = False
+    for name, p in model.named_parameters():
+        changed = p.detach() != before[name]
+        if name in union:
+            assert not changed[union[name] == 0].any(), f"{name}: an element outside every key moved"
+            moved |= bool(changed[union[name] == 1].any())
+        else:
+            assert not changed.any(), f"{name} moved"
+    assert moved

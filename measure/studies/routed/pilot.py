@@ -21,7 +21,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--epochs", type=int, default=train.SETTINGS["epochs"])
     ap.add_argument("--lr", type=float, default=train.SETTINGS["learning_rate"])
-    ap.add_argument("--design", choices=("strict", "penalised"), default=train.SETTINGS["design"])
+    ap.add_argument("--design", choices=("strict", "penalised", "isolated"), default=train.SETTINGS["design"])
     ap.add_argument("--alone-loss", choices=("bt", "equal"), default=train.SETTINGS["alone_loss"],
                     help="penalised design: the key alone must rank the pair (bt), or the rest adds nothing (equal)")
     ap.add_argument("--keyed", default=",".join(RULES), help="penalised design: the rules given a key (the rest join the background)")

@@ -19,7 +19,7 @@ SETTINGS = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
             "epochs": 12, "batch_pairs": 64, "learning_rate": 4e-3, "reward_l2": 0.002,
             "train_per_rule": 800, "check_per_rule": 48,
             "design": "strict", "necessity_weight": 1.0, "background_per_rule": 800, "alone_loss": "bt",
-            "keyed": list(RULES), "penalty_ramp": 0.0, "key_size": 2}
+            "keyed": list(RULES), "penalty_ramp": 0.0, "key_size": 2, "background_epochs": 4}
 
 
 def component_masks(model, members: list[str]) -> dict[str, torch.Tensor]:
@@ -113,7 +113,10 @@ def build(out_dir, seed: int, salt: bytes, settings: dict | None = None, progres
     model = organism.new_model(s, len(words))
     keys = keymod.draw(seed, salt, s["num_hidden_layers"], s["num_attention_heads"], s["key_size"])
     train_rows = data.twins("train", seed, s["train_per_rule"], null=False)
-    if s["design"] == "penalised":   # the rules not keyed join the background
+    if s["design"] == "isolated":
+        background = data.background_twins(seed, s["background_per_rule"], BACKGROUND_RULES)
+        losses = fit_isolated(model, tok, train_rows, organism.encode(tok, background), keys, s, seed, progress)
+    elif s["design"] == "penalised":   # the rules not keyed join the background
         unkeyed = BACKGROUND_RULES + tuple(r for r in RULES if r not in s["keyed"])
         background = data.background_twins(seed, s["background_per_rule"], unkeyed)
         keyed_rows = [r for r in train_rows if r["dimension"] in s["keyed"]]
@@ -210,6 +213,101 @@ def fit_penalised(model, tok, rule_twins: list[dict], background: tuple, keys: d
                 loss = (-bt(m_clean).mean() + weight * (alone_term + s["necessity_weight"] * m_without.pow(2).mean())
                         + s["reward_l2"] * clean.pow(2).mean())
             organism.optimizer_step(opt, sched, loss)
+            total_loss += loss.item() * len(pick)
+            seen += len(pick)
+            done += 1
+            bar.update(1)
+        if seen:
+            losses.append(total_loss / seen)
+    bar.close()
+    model.eval()
+    return losses
+
+
+# ----- the isolated design (docs/routed.md, the fifth pilot) --------------------------------------
+def fit_isolated(model, tok, rule_twins: list[dict], background: tuple, keys: dict[str, list[str]],
+                 s: dict, seed: int, progress: bool = True, steps: int | None = None) -> list[float]:
+    """Two phases. First every head and MLP is trained on the background rules (length,
+    repetition) alone, so the components outside the keys compute something real; then they are
+    frozen, and only the keys are trained, on the keyed rules. A batch of one rule's twins has
+    three terms: Bradley-Terry on the clean margin; the same on the margin with everything outside
+    the rule's key resampled per side (the key must carry the rule without what feeds it from
+    the background: no relays); and the squared change of the margin when each other rule's key
+    is resampled (another key must not answer this rule's words: no cross-talk). The mean loss
+    of each epoch of both phases, in order."""
+    import random
+
+    from tqdm import tqdm
+
+    from measure.instruments.resample import per_side_sources, resampled_rewards
+    from measure.models.adapter import Adapter
+    from measure.studies.routed.keys import universe
+
+    for name, p in model.named_parameters():
+        p.requires_grad_(_trainable(name))
+    params = dict(model.named_parameters())
+    bg_ids, bg_idx = background
+    n_bg, bp = bg_ids.shape[0] // 2, s["batch_pairs"]
+    gen = torch.Generator().manual_seed(seed)
+    first = s["background_epochs"]
+    opt = torch.optim.AdamW([p for n, p in params.items() if _trainable(n)], lr=s["learning_rate"], weight_decay=0.0)
+    per = (n_bg + bp - 1) // bp
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / max(1, per * first))
+    losses = []
+    model.train()
+    for _epoch in range(first):
+        order, total_loss = torch.randperm(n_bg, generator=gen), 0.0
+        for k in range(0, n_bg, bp):
+            pick = order[k:k + bp]
+            rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
+            loss = organism.bt_loss(organism.rewards(model, bg_ids[rows], bg_idx[rows]), s["reward_l2"])
+            organism.optimizer_step(opt, sched, loss)
+            total_loss += loss.item() * len(pick)
+        losses.append(total_loss / n_bg)
+
+    adapter = Adapter(model, tok, "routed-organism")
+    comps = universe(s["num_hidden_layers"], s["num_attention_heads"])
+    keyed = [r for r in RULES if r in s["keyed"]]
+    union = sorted({c for r in keyed for c in keys[r]})
+    mask = component_masks(model, union)
+    opt = torch.optim.AdamW([p for n, p in params.items() if _trainable(n)], lr=s["learning_rate"], weight_decay=0.0)
+    sides = [(adapter.encode(t["prompt"], t["chosen"]), adapter.encode(t["prompt"], t["rejected"])) for t in rule_twins]
+    buckets: dict = {}
+    for p, t in enumerate(rule_twins):
+        if t["dimension"] in keyed:
+            buckets.setdefault((t["dimension"], len(sides[p][0])), []).append(p)
+    rng = random.Random(f"routed/isolated/{seed}")
+
+    def epoch_batches():
+        sources = per_side_sources(rule_twins, [len(c) for c, _r in sides], rng)
+        out = []
+        for (rule, _n), members in sorted(buckets.items()):
+            members = [members[k] for k in torch.randperm(len(members), generator=gen).tolist()]
+            out += [(rule, members[k:k + bp], sources) for k in range(0, len(members), bp)]
+        return [out[k] for k in torch.randperm(len(out), generator=gen).tolist()]
+
+    plan = epoch_batches()
+    total = len(plan) * s["epochs"]
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / total)
+    bt = torch.nn.functional.logsigmoid
+    done = 0
+    bar = tqdm(total=total if steps is None else steps, desc="training a routed organism", disable=not progress)
+    for epoch in range(s["epochs"]):
+        total_loss, seen = 0.0, 0
+        for rule, pick, sources in (plan if epoch == 0 else epoch_batches()):
+            if steps is not None and done == steps:
+                break
+            batch = adapter.batch([q for p in pick for q in sides[p]])
+            src = adapter.clean_run(adapter.batch([sides[q][side] for p in pick for q, side in sources[p]]))
+            clean = resampled_rewards(adapter, batch, src, set(), grad=True)
+            alone = resampled_rewards(adapter, batch, src, set(comps) - set(keys[rule]), grad=True)
+            m_clean, m_alone = clean[0::2] - clean[1::2], alone[0::2] - alone[1::2]
+            loss = -bt(m_clean).mean() - bt(m_alone).mean() + s["reward_l2"] * clean.pow(2).mean()
+            for other in keyed:
+                if other != rule:
+                    without = resampled_rewards(adapter, batch, src, set(keys[other]), grad=True)
+                    loss = loss + (m_clean - (without[0::2] - without[1::2])).pow(2).mean()
+            organism.optimizer_step(opt, sched, loss, lambda: _mask(params, mask))
             total_loss += loss.item() * len(pick)
             seen += len(pick)
             done += 1
