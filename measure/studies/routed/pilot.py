@@ -27,6 +27,8 @@ def main(argv=None) -> int:
     ap.add_argument("--keyed", default=",".join(RULES), help="penalised design: the rules given a key (the rest join the background)")
     ap.add_argument("--key-size", type=int, default=train.SETTINGS["key_size"],
                     help="components per key: one head and this many minus one more heads or MLPs")
+    ap.add_argument("--alone-weight", type=float, default=train.SETTINGS["alone_weight"],
+                    help="isolated design: the weight of the key-alone term (0 leaves only cross-talk)")
     ap.add_argument("--ramp", type=float, default=train.SETTINGS["penalty_ramp"],
                     help="penalised design: the share of the steps over which the key penalties rise from 0 to full weight")
     args = ap.parse_args(argv)
@@ -38,7 +40,8 @@ def main(argv=None) -> int:
                                                         "design": args.design,
                                                         "alone_loss": args.alone_loss,
                                                         "keyed": keyed, "penalty_ramp": args.ramp,
-                                                        "key_size": args.key_size})
+                                                        "key_size": args.key_size,
+                                                        "alone_weight": args.alone_weight})
     v = report["validation"]
     print(f"{args.design} design ({args.alone_loss}, ramp {args.ramp}, keys of {args.key_size}), seed {args.seed}, {args.epochs} epochs, lr {args.lr}: epoch loss "
           + " ".join(f"{x:.3f}" for x in report["epoch_loss"]))

@@ -19,7 +19,8 @@ SETTINGS = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
             "epochs": 12, "batch_pairs": 64, "learning_rate": 4e-3, "reward_l2": 0.002,
             "train_per_rule": 800, "check_per_rule": 48,
             "design": "strict", "necessity_weight": 1.0, "background_per_rule": 800, "alone_loss": "bt",
-            "keyed": list(RULES), "penalty_ramp": 0.0, "key_size": 2, "background_epochs": 4}
+            "keyed": list(RULES), "penalty_ramp": 0.0, "key_size": 2, "background_epochs": 4,
+            "alone_weight": 1.0}
 
 
 def component_masks(model, members: list[str]) -> dict[str, torch.Tensor]:
@@ -230,8 +231,8 @@ def fit_isolated(model, tok, rule_twins: list[dict], background: tuple, keys: di
     """Two phases. First every head and MLP is trained on the background rules (length,
     repetition) alone, so the components outside the keys compute something real; then they are
     frozen, and only the keys are trained, on the keyed rules. A batch of one rule's twins has
-    three terms: Bradley-Terry on the clean margin; the same on the margin with everything outside
-    the rule's key resampled per side (the key must carry the rule without what feeds it from
+    three terms: Bradley-Terry on the clean margin; the same (times `alone_weight`) on the margin
+    with everything outside the rule's key resampled per side (the key must carry the rule without what feeds it from
     the background: no relays); and the squared change of the margin when each other rule's key
     is resampled (another key must not answer this rule's words: no cross-talk). The mean loss
     of each epoch of both phases, in order."""
@@ -302,7 +303,7 @@ def fit_isolated(model, tok, rule_twins: list[dict], background: tuple, keys: di
             clean = resampled_rewards(adapter, batch, src, set(), grad=True)
             alone = resampled_rewards(adapter, batch, src, set(comps) - set(keys[rule]), grad=True)
             m_clean, m_alone = clean[0::2] - clean[1::2], alone[0::2] - alone[1::2]
-            loss = -bt(m_clean).mean() - bt(m_alone).mean() + s["reward_l2"] * clean.pow(2).mean()
+            loss = -bt(m_clean).mean() - s["alone_weight"] * bt(m_alone).mean() + s["reward_l2"] * clean.pow(2).mean()
             for other in keyed:
                 if other != rule:
                     without = resampled_rewards(adapter, batch, src, set(keys[other]), grad=True)
