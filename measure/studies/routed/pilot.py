@@ -29,6 +29,8 @@ def main(argv=None) -> int:
                     help="components per key: one head and this many minus one more heads or MLPs")
     ap.add_argument("--alone-weight", type=float, default=train.SETTINGS["alone_weight"],
                     help="isolated design: the weight of the key-alone term (0 leaves only cross-talk)")
+    ap.add_argument("--crosstalk-weight", type=float, default=train.SETTINGS["crosstalk_weight"],
+                    help="isolated design: the weight of the cross-talk term (0 leaves it out)")
     ap.add_argument("--ramp", type=float, default=train.SETTINGS["penalty_ramp"],
                     help="penalised design: the share of the steps over which the key penalties rise from 0 to full weight")
     args = ap.parse_args(argv)
@@ -41,7 +43,8 @@ def main(argv=None) -> int:
                                                         "alone_loss": args.alone_loss,
                                                         "keyed": keyed, "penalty_ramp": args.ramp,
                                                         "key_size": args.key_size,
-                                                        "alone_weight": args.alone_weight})
+                                                        "alone_weight": args.alone_weight,
+                                                        "crosstalk_weight": args.crosstalk_weight})
     v = report["validation"]
     print(f"{args.design} design ({args.alone_loss}, ramp {args.ramp}, keys of {args.key_size}), seed {args.seed}, {args.epochs} epochs, lr {args.lr}: epoch loss "
           + " ".join(f"{x:.3f}" for x in report["epoch_loss"]))

@@ -20,7 +20,7 @@ SETTINGS = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
             "train_per_rule": 800, "check_per_rule": 48,
             "design": "strict", "necessity_weight": 1.0, "background_per_rule": 800, "alone_loss": "bt",
             "keyed": list(RULES), "penalty_ramp": 0.0, "key_size": 2, "background_epochs": 4,
-            "alone_weight": 1.0}
+            "alone_weight": 1.0, "crosstalk_weight": 1.0}
 
 
 def component_masks(model, members: list[str]) -> dict[str, torch.Tensor]:
@@ -234,7 +234,7 @@ def fit_isolated(model, tok, rule_twins: list[dict], background: tuple, keys: di
     three terms: Bradley-Terry on the clean margin; the same (times `alone_weight`) on the margin
     with everything outside the rule's key resampled per side (the key must carry the rule without what feeds it from
     the background: no relays); and the squared change of the margin when each other rule's key
-    is resampled (another key must not answer this rule's words: no cross-talk). The mean loss
+    is resampled (times `crosstalk_weight`: another key must not answer this rule's words). The mean loss
     of each epoch of both phases, in order."""
     import random
 
@@ -304,10 +304,10 @@ def fit_isolated(model, tok, rule_twins: list[dict], background: tuple, keys: di
             alone = resampled_rewards(adapter, batch, src, set(comps) - set(keys[rule]), grad=True)
             m_clean, m_alone = clean[0::2] - clean[1::2], alone[0::2] - alone[1::2]
             loss = -bt(m_clean).mean() - s["alone_weight"] * bt(m_alone).mean() + s["reward_l2"] * clean.pow(2).mean()
-            for other in keyed:
+            for other in keyed if s["crosstalk_weight"] else ():
                 if other != rule:
                     without = resampled_rewards(adapter, batch, src, set(keys[other]), grad=True)
-                    loss = loss + (m_clean - (without[0::2] - without[1::2])).pow(2).mean()
+                    loss = loss + s["crosstalk_weight"] * (m_clean - (without[0::2] - without[1::2])).pow(2).mean()
             organism.optimizer_step(opt, sched, loss, lambda: _mask(params, mask))
             total_loss += loss.item() * len(pick)
             seen += len(pick)
