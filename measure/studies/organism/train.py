@@ -182,8 +182,6 @@ def fit(model, ids, idx, s: dict, progress: bool = True, steps: int | None = Non
     """Train with a Bradley-Terry loss, AdamW and a linear decay over the whole schedule;
     the mean loss of each epoch. `steps` stops after that many optimizer steps (a short run
     for tests; the epoch in progress is then averaged over the pairs it saw)."""
-    from tqdm import tqdm
-
     n_pairs = ids.shape[0] // 2
     steps_per_epoch = (n_pairs + s["batch_pairs"] - 1) // s["batch_pairs"]
     total = steps_per_epoch * s["epochs"]
@@ -191,25 +189,41 @@ def fit(model, ids, idx, s: dict, progress: bool = True, steps: int | None = Non
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / total)
     gen = torch.Generator().manual_seed(s["seed"])
     model.train()
-    losses = []
-    bar = tqdm(total=total if steps is None else steps, desc="training the organism", disable=not progress)
-    done = 0
-    for _epoch in range(s["epochs"]):
+
+    def epoch_batches():
         order = torch.randperm(n_pairs, generator=gen)
-        epoch_loss, seen = 0.0, 0
-        for start in range(0, n_pairs, s["batch_pairs"]):
+        return [order[start:start + s["batch_pairs"]] for start in range(0, n_pairs, s["batch_pairs"])]
+
+    def train_step(pick, _done: int) -> tuple[float, int]:
+        rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
+        loss = bt_loss(rewards(model, ids[rows], idx[rows]), s["reward_l2"])
+        optimizer_step(opt, sched, loss)
+        return loss.item(), len(pick)
+
+    return run_epochs(s["epochs"], epoch_batches(), epoch_batches, train_step, steps, progress, "training the organism")
+
+
+def run_epochs(epochs: int, plan: list, next_plan, train_step, steps: int | None, progress: bool,
+               desc: str) -> list[float]:
+    """`epochs` epochs of `train_step(batch, steps done)` -> (loss, pairs): the first over `plan`,
+    each later one over `next_plan()`; stops after `steps` batches when given (a short run for
+    tests: the epoch in progress is averaged over the pairs it saw). The mean loss of each epoch."""
+    from tqdm import tqdm
+
+    losses, done = [], 0
+    bar = tqdm(total=len(plan) * epochs if steps is None else steps, desc=desc, disable=not progress)
+    for epoch in range(epochs):
+        total_loss, seen = 0.0, 0
+        for batch in (plan if epoch == 0 else next_plan()):
             if steps is not None and done == steps:
                 break
-            pick = order[start:start + s["batch_pairs"]]
-            rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
-            loss = bt_loss(rewards(model, ids[rows], idx[rows]), s["reward_l2"])
-            optimizer_step(opt, sched, loss)
-            epoch_loss += loss.item() * len(pick)
-            seen += len(pick)
+            loss, pairs = train_step(batch, done)
+            total_loss += loss * pairs
+            seen += pairs
             done += 1
             bar.update(1)
         if seen:
-            losses.append(epoch_loss / seen)
+            losses.append(total_loss / seen)
     bar.close()
     return losses
 

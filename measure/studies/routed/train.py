@@ -137,6 +137,35 @@ def build(out_dir, seed: int, salt: bytes, settings: dict | None = None, progres
             "numerics": mode}
 
 
+# ----- what the penalised and isolated designs share ---------------------------------------------
+def _twin_buckets(rule_twins: list[dict], sides: list, rules) -> dict:
+    """{(rule, token length): twin indices} of the twins of `rules`: a batch holds one rule's twins
+    of one length, so that their sources for resampling have the same shape."""
+    buckets: dict = {}
+    for p, t in enumerate(rule_twins):
+        if t["dimension"] in rules:
+            buckets.setdefault((t["dimension"], len(sides[p][0])), []).append(p)
+    return buckets
+
+
+def _rule_batches(buckets: dict, sources, bp: int, gen) -> list:
+    """One epoch's batches of rule twins, (rule, twin indices, sources): each bucket shuffled by
+    `gen` and cut into batches of `bp` pairs."""
+    out = []
+    for (rule, _n), members in sorted(buckets.items()):
+        members = [members[k] for k in torch.randperm(len(members), generator=gen).tolist()]
+        out += [(rule, members[k:k + bp], sources) for k in range(0, len(members), bp)]
+    return out
+
+
+def _planned(opt, epoch_batches, s: dict) -> tuple:
+    """(the first epoch's batches, the steps of all epochs, a learning rate falling linearly to 0
+    over them)."""
+    plan = epoch_batches()
+    total = len(plan) * s["epochs"]
+    return plan, total, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / total)
+
+
 # ----- the penalised design (docs/routed.md, "what has to change") ------------------------------
 BACKGROUND_RULES = ("length", "repetition")   # trained into every component, never keyed
 
@@ -152,8 +181,6 @@ def fit_penalised(model, tok, rule_twins: list[dict], background: tuple, keys: d
     the clean loss only, so the components outside the keys compute something real."""
     import random
 
-    from tqdm import tqdm
-
     from measure.instruments.resample import per_side_sources, resampled_rewards
     from measure.models.adapter import Adapter
     from measure.studies.routed.keys import universe
@@ -165,9 +192,7 @@ def fit_penalised(model, tok, rule_twins: list[dict], background: tuple, keys: d
                             lr=s["learning_rate"], weight_decay=0.0)
     comps = universe(s["num_hidden_layers"], s["num_attention_heads"])
     sides = [(adapter.encode(t["prompt"], t["chosen"]), adapter.encode(t["prompt"], t["rejected"])) for t in rule_twins]
-    buckets: dict = {}
-    for p, t in enumerate(rule_twins):
-        buckets.setdefault((t["dimension"], len(sides[p][0])), []).append(p)
+    buckets = _twin_buckets(rule_twins, sides, {t["dimension"] for t in rule_twins})
     rng = random.Random(f"routed/penalised/{seed}")
     gen = torch.Generator().manual_seed(seed)
     bg_ids, bg_idx = background
@@ -176,51 +201,39 @@ def fit_penalised(model, tok, rule_twins: list[dict], background: tuple, keys: d
 
     def epoch_batches():
         sources = per_side_sources(rule_twins, [len(c) for c, _r in sides], rng)
-        out = []
-        for (rule, _n), members in sorted(buckets.items()):
-            members = [members[k] for k in torch.randperm(len(members), generator=gen).tolist()]
-            out += [("rule", rule, members[k:k + bp], sources) for k in range(0, len(members), bp)]
+        out = [("rule", *batch) for batch in _rule_batches(buckets, sources, bp, gen)]
         order = torch.randperm(n_bg, generator=gen)
         out += [("background", None, order[k:k + bp], None) for k in range(0, n_bg, bp)]
         return [out[k] for k in torch.randperm(len(out), generator=gen).tolist()]
 
-    plan = epoch_batches()
-    total = len(plan) * s["epochs"]
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / total)
+    plan, total, sched = _planned(opt, epoch_batches, s)
     bt = torch.nn.functional.logsigmoid
-    losses, done = [], 0
-    bar = tqdm(total=total if steps is None else steps, desc="training a routed organism", disable=not progress)
-    for epoch in range(s["epochs"]):
-        total_loss, seen = 0.0, 0
-        for kind, rule, pick, sources in (plan if epoch == 0 else epoch_batches()):
-            if steps is not None and done == steps:
-                break
-            if kind == "background":
-                rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
-                loss = organism.bt_loss(organism.rewards(model, bg_ids[rows], bg_idx[rows]), s["reward_l2"])
-            else:
-                weight = min(1.0, done / (s["penalty_ramp"] * total)) if s["penalty_ramp"] > 0 else 1.0
-                batch = adapter.batch([q for p in pick for q in sides[p]])
-                src = adapter.clean_run(adapter.batch([sides[q][side] for p in pick for q, side in sources[p]]))
-                key = set(keys[rule])
-                clean = resampled_rewards(adapter, batch, src, set(), grad=True)
-                alone = resampled_rewards(adapter, batch, src, set(comps) - key, grad=True)
-                without = resampled_rewards(adapter, batch, src, key, grad=True)
-                m_clean, m_alone, m_without = (x[0::2] - x[1::2] for x in (clean, alone, without))
-                if s["alone_loss"] == "equal":   # the rest adds nothing to the key's margin
-                    alone_term = (m_clean - m_alone).pow(2).mean()
-                else:                            # the key alone must rank the pair
-                    alone_term = -bt(m_alone).mean()
-                loss = (-bt(m_clean).mean() + weight * (alone_term + s["necessity_weight"] * m_without.pow(2).mean())
-                        + s["reward_l2"] * clean.pow(2).mean())
-            organism.optimizer_step(opt, sched, loss)
-            total_loss += loss.item() * len(pick)
-            seen += len(pick)
-            done += 1
-            bar.update(1)
-        if seen:
-            losses.append(total_loss / seen)
-    bar.close()
+
+    def train_step(batch, done: int) -> tuple[float, int]:
+        kind, rule, pick, sources = batch
+        if kind == "background":
+            rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
+            loss = organism.bt_loss(organism.rewards(model, bg_ids[rows], bg_idx[rows]), s["reward_l2"])
+        else:
+            weight = min(1.0, done / (s["penalty_ramp"] * total)) if s["penalty_ramp"] > 0 else 1.0
+            batch = adapter.batch([q for p in pick for q in sides[p]])
+            src = adapter.clean_run(adapter.batch([sides[q][side] for p in pick for q, side in sources[p]]))
+            key = set(keys[rule])
+            clean = resampled_rewards(adapter, batch, src, set(), grad=True)
+            alone = resampled_rewards(adapter, batch, src, set(comps) - key, grad=True)
+            without = resampled_rewards(adapter, batch, src, key, grad=True)
+            m_clean, m_alone, m_without = (x[0::2] - x[1::2] for x in (clean, alone, without))
+            if s["alone_loss"] == "equal":   # the rest adds nothing to the key's margin
+                alone_term = (m_clean - m_alone).pow(2).mean()
+            else:                            # the key alone must rank the pair
+                alone_term = -bt(m_alone).mean()
+            loss = (-bt(m_clean).mean() + weight * (alone_term + s["necessity_weight"] * m_without.pow(2).mean())
+                    + s["reward_l2"] * clean.pow(2).mean())
+        organism.optimizer_step(opt, sched, loss)
+        return loss.item(), len(pick)
+
+    losses = organism.run_epochs(s["epochs"], plan, epoch_batches, train_step, steps, progress,
+                                 "training a routed organism")
     model.eval()
     return losses
 
@@ -237,8 +250,6 @@ def fit_isolated(model, tok, rule_twins: list[dict], background: tuple, keys: di
     is resampled (times `crosstalk_weight`: another key must not answer this rule's words). The mean loss
     of each epoch of both phases, in order."""
     import random
-
-    from tqdm import tqdm
 
     from measure.instruments.resample import per_side_sources, resampled_rewards
     from measure.models.adapter import Adapter
@@ -269,52 +280,35 @@ def fit_isolated(model, tok, rule_twins: list[dict], background: tuple, keys: di
     adapter = Adapter(model, tok, "routed-organism")
     comps = universe(s["num_hidden_layers"], s["num_attention_heads"])
     keyed = [r for r in RULES if r in s["keyed"]]
-    union = sorted({c for r in keyed for c in keys[r]})
-    mask = component_masks(model, union)
+    mask = component_masks(model, sorted({c for r in keyed for c in keys[r]}))
     opt = torch.optim.AdamW([p for n, p in params.items() if _trainable(n)], lr=s["learning_rate"], weight_decay=0.0)
     sides = [(adapter.encode(t["prompt"], t["chosen"]), adapter.encode(t["prompt"], t["rejected"])) for t in rule_twins]
-    buckets: dict = {}
-    for p, t in enumerate(rule_twins):
-        if t["dimension"] in keyed:
-            buckets.setdefault((t["dimension"], len(sides[p][0])), []).append(p)
+    buckets = _twin_buckets(rule_twins, sides, keyed)
     rng = random.Random(f"routed/isolated/{seed}")
 
     def epoch_batches():
-        sources = per_side_sources(rule_twins, [len(c) for c, _r in sides], rng)
-        out = []
-        for (rule, _n), members in sorted(buckets.items()):
-            members = [members[k] for k in torch.randperm(len(members), generator=gen).tolist()]
-            out += [(rule, members[k:k + bp], sources) for k in range(0, len(members), bp)]
+        out = _rule_batches(buckets, per_side_sources(rule_twins, [len(c) for c, _r in sides], rng), bp, gen)
         return [out[k] for k in torch.randperm(len(out), generator=gen).tolist()]
 
-    plan = epoch_batches()
-    total = len(plan) * s["epochs"]
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / total)
+    plan, total, sched = _planned(opt, epoch_batches, s)
     bt = torch.nn.functional.logsigmoid
-    done = 0
-    bar = tqdm(total=total if steps is None else steps, desc="training a routed organism", disable=not progress)
-    for epoch in range(s["epochs"]):
-        total_loss, seen = 0.0, 0
-        for rule, pick, sources in (plan if epoch == 0 else epoch_batches()):
-            if steps is not None and done == steps:
-                break
-            batch = adapter.batch([q for p in pick for q in sides[p]])
-            src = adapter.clean_run(adapter.batch([sides[q][side] for p in pick for q, side in sources[p]]))
-            clean = resampled_rewards(adapter, batch, src, set(), grad=True)
-            alone = resampled_rewards(adapter, batch, src, set(comps) - set(keys[rule]), grad=True)
-            m_clean, m_alone = clean[0::2] - clean[1::2], alone[0::2] - alone[1::2]
-            loss = -bt(m_clean).mean() - s["alone_weight"] * bt(m_alone).mean() + s["reward_l2"] * clean.pow(2).mean()
-            for other in keyed if s["crosstalk_weight"] else ():
-                if other != rule:
-                    without = resampled_rewards(adapter, batch, src, set(keys[other]), grad=True)
-                    loss = loss + s["crosstalk_weight"] * (m_clean - (without[0::2] - without[1::2])).pow(2).mean()
-            organism.optimizer_step(opt, sched, loss, lambda: _mask(params, mask))
-            total_loss += loss.item() * len(pick)
-            seen += len(pick)
-            done += 1
-            bar.update(1)
-        if seen:
-            losses.append(total_loss / seen)
-    bar.close()
+
+    def train_step(batch, _done: int) -> tuple[float, int]:
+        rule, pick, sources = batch
+        batch = adapter.batch([q for p in pick for q in sides[p]])
+        src = adapter.clean_run(adapter.batch([sides[q][side] for p in pick for q, side in sources[p]]))
+        clean = resampled_rewards(adapter, batch, src, set(), grad=True)
+        alone = resampled_rewards(adapter, batch, src, set(comps) - set(keys[rule]), grad=True)
+        m_clean, m_alone = clean[0::2] - clean[1::2], alone[0::2] - alone[1::2]
+        loss = -bt(m_clean).mean() - s["alone_weight"] * bt(m_alone).mean() + s["reward_l2"] * clean.pow(2).mean()
+        for other in keyed if s["crosstalk_weight"] else ():
+            if other != rule:
+                without = resampled_rewards(adapter, batch, src, set(keys[other]), grad=True)
+                loss = loss + s["crosstalk_weight"] * (m_clean - (without[0::2] - without[1::2])).pow(2).mean()
+        organism.optimizer_step(opt, sched, loss, lambda: _mask(params, mask))
+        return loss.item(), len(pick)
+
+    losses += organism.run_epochs(s["epochs"], plan, epoch_batches, train_step, steps, progress,
+                                  "training a routed organism")
     model.eval()
     return losses
