@@ -152,7 +152,7 @@ def test_sha256sums_checks_with_sha256sum(tiny, tmp_path):
     import shutil
     import subprocess
     if shutil.which("sha256sum") is None:
-        pytest.skip("needs sha256sum")
+        pytest.fail("sha256sum (coreutils) is needed to check SHA256SUMS as a reader would")
     _publish(tmp_path, tiny, render(tiny))
     done = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout == "bundles/tiny.zip: OK\n"

@@ -120,7 +120,7 @@ def test_all_kinds_together_are_valid_html(ctx, tmp_path):
     from site_src.figures import KINDS
 
     if not shutil.which("java"):
-        pytest.skip("the Nu checker needs Java")
+        pytest.fail("the Nu HTML checker needs Java: `make test` installs it (Debian's default-jre-headless)")
     specs = SPECS + [("top_lists", {"id": "g", "data": SPECS[0][1]["data"], "options": {"n": 3}})]
     assert {k for k, _ in specs} == set(KINDS)
     body = "".join(f'<figure id="fig-{s["id"]}">{render_figure(k, s, ctx).body_html}<figcaption>Fig. {i}</figcaption></figure>'
