@@ -178,16 +178,19 @@ def new_model(s: dict, vocab_size: int):
     return LlamaForSequenceClassification(config)
 
 
-def fit(model, ids, idx, s: dict, progress: bool = True, steps: int | None = None) -> list[float]:
+def fit(model, ids, idx, s: dict, progress: bool = True, steps: int | None = None,
+        gen: torch.Generator | None = None) -> list[float]:
     """Train with a Bradley-Terry loss, AdamW and a linear decay over the whole schedule;
     the mean loss of each epoch. `steps` stops after that many optimizer steps (a short run
-    for tests; the epoch in progress is then averaged over the pairs it saw)."""
+    for tests; the epoch in progress is then averaged over the pairs it saw). `gen` shuffles the
+    pairs (by default a generator seeded with s["seed"]); a caller that goes on shuffling with it
+    passes its own."""
     n_pairs = ids.shape[0] // 2
     steps_per_epoch = (n_pairs + s["batch_pairs"] - 1) // s["batch_pairs"]
     total = steps_per_epoch * s["epochs"]
     opt = torch.optim.AdamW(model.parameters(), lr=s["learning_rate"], weight_decay=s["weight_decay"])
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / total)
-    gen = torch.Generator().manual_seed(s["seed"])
+    gen = gen if gen is not None else torch.Generator().manual_seed(s["seed"])
     model.train()
 
     def epoch_batches():

@@ -258,24 +258,12 @@ def fit_isolated(model, tok, rule_twins: list[dict], background: tuple, keys: di
     for name, p in model.named_parameters():
         p.requires_grad_(_trainable(name))
     params = dict(model.named_parameters())
-    bg_ids, bg_idx = background
-    n_bg, bp = bg_ids.shape[0] // 2, s["batch_pairs"]
-    gen = torch.Generator().manual_seed(seed)
-    first = s["background_epochs"]
-    opt = torch.optim.AdamW([p for n, p in params.items() if _trainable(n)], lr=s["learning_rate"], weight_decay=0.0)
-    per = (n_bg + bp - 1) // bp
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / max(1, per * first))
+    bp = s["batch_pairs"]
+    gen = torch.Generator().manual_seed(seed)   # shuffles both phases, in turn
     losses = []
-    model.train()
-    for _epoch in range(first):
-        order, total_loss = torch.randperm(n_bg, generator=gen), 0.0
-        for k in range(0, n_bg, bp):
-            pick = order[k:k + bp]
-            rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
-            loss = organism.bt_loss(organism.rewards(model, bg_ids[rows], bg_idx[rows]), s["reward_l2"])
-            organism.optimizer_step(opt, sched, loss)
-            total_loss += loss.item() * len(pick)
-        losses.append(total_loss / n_bg)
+    if s["background_epochs"]:   # the organism's own training, on the background twins, heads and MLPs only
+        losses += organism.fit(model, *background, dict(s, epochs=s["background_epochs"], weight_decay=0.0),
+                               progress=False, gen=gen)
 
     adapter = Adapter(model, tok, "routed-organism")
     comps = universe(s["num_hidden_layers"], s["num_attention_heads"])
