@@ -102,15 +102,11 @@ def _verify_bundles(target: Path, result: BuildResult) -> None:
 def _write_checked(result: BuildResult, target: Path, previous: Path | None = None,
                    known: dict | None = None, written: dict | None = None) -> None:
     """Write and check the site while Pagefind indexes its pages (site_src/reader/search.py: started
-    on the pages as they were published, or here on the whole map), then wait for the index: all
-    before the swap."""
+    on the pages as publish made them, `result.search`), then wait for the index: all before the
+    swap."""
     indexing, result.search = result.search, None
-    if indexing is None and result.ok:
-        try:
-            indexing = reader.Indexing()
-            indexing.add(result.files)
-        except reader.SearchError as exc:
-            result.errors.add(BuildError(str(exc)))
+    if indexing is None and result.ok:   # site.collect starts it, or says why it could not
+        result.errors.add(BuildError("search: the index was not started with the build"))
     try:
         write_tree(result.files, target, None, previous, known, written)
         _verify_bundles(target, result)
