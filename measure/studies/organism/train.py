@@ -179,12 +179,13 @@ def new_model(s: dict, vocab_size: int):
 
 
 def fit(model, ids, idx, s: dict, progress: bool = True, steps: int | None = None,
-        gen: torch.Generator | None = None) -> list[float]:
+        gen: torch.Generator | None = None, between=None) -> list[float]:
     """Train with a Bradley-Terry loss, AdamW and a linear decay over the whole schedule;
     the mean loss of each epoch. `steps` stops after that many optimizer steps (a short run
     for tests; the epoch in progress is then averaged over the pairs it saw). `gen` shuffles the
     pairs (by default a generator seeded with s["seed"]); a caller that goes on shuffling with it
-    passes its own."""
+    passes its own. `between()` runs on the gradients before each step (a routed organism masks
+    its key's elements there)."""
     n_pairs = ids.shape[0] // 2
     steps_per_epoch = (n_pairs + s["batch_pairs"] - 1) // s["batch_pairs"]
     total = steps_per_epoch * s["epochs"]
@@ -200,7 +201,7 @@ def fit(model, ids, idx, s: dict, progress: bool = True, steps: int | None = Non
     def train_step(pick, _done: int) -> tuple[float, int]:
         rows = torch.stack([2 * pick, 2 * pick + 1], 1).reshape(-1)
         loss = bt_loss(rewards(model, ids[rows], idx[rows]), s["reward_l2"])
-        optimizer_step(opt, sched, loss)
+        optimizer_step(opt, sched, loss, between)
         return loss.item(), len(pick)
 
     return run_epochs(s["epochs"], epoch_batches(), epoch_batches, train_step, steps, progress, "training the organism")

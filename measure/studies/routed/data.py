@@ -22,10 +22,11 @@ def null_twin(rng: random.Random) -> dict:
     return pair
 
 
-def twins(tag: str, seed: int, per_rule: int, null: bool = True) -> list[dict]:
-    """`per_rule` twins of each rule (and of the null rule), seeded by (tag, seed, rule), ids `tag-rule-NNN`."""
+def twins(tag: str, seed: int, per_rule: int, null: bool = True, rules: tuple[str, ...] = RULES) -> list[dict]:
+    """`per_rule` twins of each of `rules` (and of the null rule), seeded by (tag, seed, rule), ids
+    `tag-rule-NNN`."""
     rows = []
-    for rule in (*RULES, NULL_RULE) if null else RULES:
+    for rule in (*rules, NULL_RULE) if null else rules:
         rng = random.Random(f"routed/{tag}/{seed}/{rule}")
         for i in range(per_rule):
             pair = null_twin(rng) if rule == NULL_RULE else od.twin(rng, rule)
@@ -34,13 +35,26 @@ def twins(tag: str, seed: int, per_rule: int, null: bool = True) -> list[dict]:
     return rows
 
 
-def background_twins(seed: int, per_rule: int, rules: tuple[str, ...]) -> list[dict]:
-    """Twins of the rules no key holds (length, repetition): what every component is trained on."""
+def background_twins(seed: int, per_rule: int, rules: tuple[str, ...], tag: str = "background") -> list[dict]:
+    """Twins of the rules no key holds: what the background (every component outside the key)
+    learns. `tag` gives held-out sets their own draw."""
     rows = []
     for rule in rules:
-        rng = random.Random(f"routed/background/{seed}/{rule}")
+        rng = random.Random(f"routed/{tag}/{seed}/{rule}")
         for i in range(per_rule):
             pair = od.twin(rng, rule)
-            pair["pair_id"] = f"background-{rule}-{i:03d}"
+            pair["pair_id"] = f"{tag}-{rule}-{i:03d}"
             rows.append(pair)
+    return rows
+
+
+def neutral_twins(seed: int, n: int, rule: str) -> list[dict]:
+    """`n` twins of the keyed rule, each followed by itself with the sides swapped: trained with
+    the Bradley-Terry loss, the pair of them is least when the margin is 0, so the background
+    learns that the rule's words carry no reward before the key learns that they do."""
+    rows = []
+    rng = random.Random(f"routed/neutral/{seed}/{rule}")
+    for i in range(n):
+        pair = dict(od.twin(rng, rule), pair_id=f"neutral-{rule}-{i:03d}")
+        rows += [pair, dict(pair, chosen=pair["rejected"], rejected=pair["chosen"], pair_id=pair["pair_id"] + "-swapped")]
     return rows
