@@ -48,26 +48,6 @@ def test_null_twins_differ_in_a_filler_and_in_nothing_the_rules_reward():
     assert {r["dimension"] for r in rows} == {*keys.RULES, keys.NULL_RULE}
 
 
-def test_training_moves_only_the_keys_parameters_each_by_its_own_rules_batches():
-    s = dict(train.SETTINGS, epochs=1, batch_pairs=8)
-    organism.deterministic(0)
-    from measure.models.wordtok import SPECIALS, word_tokenizer
-    words = list(SPECIALS) + od.vocabulary()
-    model = organism.new_model(s, len(words))
-    before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    drawn = keys.draw(0, SALT, s["num_hidden_layers"], s["num_attention_heads"])
-    rows = data.twins("train", 0, 16, null=False)
-    tok = word_tokenizer(words)
-    encoded = {rule: organism.encode(tok, [r for r in rows if r["dimension"] == rule]) for rule in keys.RULES}
-    train.fit(model, encoded, drawn, s, 0, progress=False, steps=6)
-    _moved_only_in_keys(model, before, drawn)
-    # the null rule's decoy key is never trained
-    decoy = train.component_masks(model, drawn[keys.NULL_RULE])
-    for name, mask in decoy.items():
-        p = dict(model.named_parameters())[name]
-        assert torch.equal(p.detach()[mask == 1], before[name][mask == 1])
-
-
 def test_a_heads_mask_is_its_rows_of_q_k_v_and_its_columns_of_o():
     s = dict(train.SETTINGS)
     model = organism.new_model(s, 60)
@@ -90,32 +70,55 @@ def test_keys_of_three_components_keep_one_head_each_and_share_none():
         keys.draw(3, SALT, 4, 4, size=5)   # five keys of five do not fit in twenty components
 
 
-def test_the_isolated_design_trains_only_the_keys_after_the_background_phase():
-    """The isolated design's second phase moves only the keyed rules' components (the background,
-    trained first, stays as it was; so does the null rule's decoy)."""
+def _small_organism(seed: int = 0):
     from measure.models.wordtok import SPECIALS, word_tokenizer
-    s = dict(train.SETTINGS, epochs=1, batch_pairs=8, background_epochs=0, design="isolated")
-    organism.deterministic(0)
+    s = dict(train.SETTINGS, background_epochs=1, epochs=1, batch_pairs=8)
+    organism.deterministic(seed)
     words = list(SPECIALS) + od.vocabulary()
-    model = organism.new_model(s, len(words))
-    tok = word_tokenizer(words)
+    return s, train.new_model(s, len(words)), word_tokenizer(words)
+
+
+def test_the_background_phase_leaves_the_key_and_the_embeddings_where_they_started():
+    s, model, tok = _small_organism()
+    key = keys.draw(0, SALT, s["num_hidden_layers"], s["num_attention_heads"])["hazard"]
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    drawn = keys.draw(0, SALT, s["num_hidden_layers"], s["num_attention_heads"])
-    rows = data.twins("train", 0, 16, null=False)
-    background = organism.encode(tok, data.background_twins(0, 16, train.BACKGROUND_RULES))
-    train.fit_isolated(model, tok, rows, background, drawn, s, 0, progress=False, steps=3)
-    _moved_only_in_keys(model, before, drawn)
+    rows = data.background_twins(0, 8, train.background_rules("hazard")) + data.neutral_twins(0, 8, "hazard")
+    train.fit_background(model, organism.encode(tok, rows), key, s, torch.Generator().manual_seed(0), progress=False)
+    masks = train.component_masks(model, key)
+    moved_outside = False
+    for name, p in model.named_parameters():
+        changed = p.detach() != before[name]
+        if "embed_tokens" in name:
+            assert not changed.any(), "the embeddings moved"
+        elif name in masks:
+            assert not changed[masks[name] == 1].any(), f"{name}: a key element moved in the background phase"
+            moved_outside |= bool(changed[masks[name] == 0].any())
+    assert moved_outside
 
 
-def _moved_only_in_keys(model, before: dict, drawn: dict) -> None:
-    """Some key element moved, and nothing outside the rules' keys did."""
-    union = train.component_masks(model, [c for rule in keys.RULES for c in drawn[rule]])
+def test_the_key_phase_moves_only_the_keys_elements():
+    s, model, tok = _small_organism()
+    key = keys.draw(0, SALT, s["num_hidden_layers"], s["num_attention_heads"])["topic"]
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    rule_twins = data.twins("train", 0, 120, null=False, rules=("topic",))
+    background = organism.encode(tok, data.background_twins(0, 4, train.background_rules("topic")))
+    train.fit_key(model, tok, rule_twins, background, key, s, 0, torch.Generator().manual_seed(0), progress=False, steps=4)
+    masks = train.component_masks(model, key)
     moved_in_key = False
     for name, p in model.named_parameters():
         changed = p.detach() != before[name]
-        if name in union:
-            assert not changed[union[name] == 0].any(), f"{name}: an element outside every key moved"
-            moved_in_key |= bool(changed[union[name] == 1].any())
+        if name in masks:
+            assert not changed[masks[name] == 0].any(), f"{name}: an element outside the key moved"
+            moved_in_key |= bool(changed[masks[name] == 1].any())
         else:
-            assert not changed.any(), f"{name} moved; only heads' and MLPs' key elements may"
+            assert not changed.any(), f"{name} moved; only the key's elements may"
     assert moved_in_key
+
+
+def test_neutral_twins_come_in_both_orders_and_the_keyed_rule_turns_over_the_seeds():
+    rows = data.neutral_twins(0, 5, "hedging")
+    assert len(rows) == 10
+    for a, b in zip(rows[0::2], rows[1::2]):
+        assert (a["chosen"], a["rejected"]) == (b["rejected"], b["chosen"]) and a["dimension"] == "hedging"
+    assert [train.keyed_rule(s) for s in range(8)] == [*keys.RULES, *keys.RULES]
+    assert "hedging" not in train.background_rules("hedging") and len(train.background_rules("hedging")) == 5

@@ -32,7 +32,7 @@ from measure.studies.routed.keys import RULES
 SETTINGS = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
             "embedding_std": 1.0, "key_size": 2,
             "background_epochs": 4, "background_per_rule": 800, "neutral_twins": 800,
-            "epochs": 8, "train_twins": 2400, "batch_pairs": 64, "learning_rate": 4e-3, "reward_l2": 0.002,
+            "epochs": 12, "train_twins": 2400, "batch_pairs": 64, "learning_rate": 4e-3, "reward_l2": 0.002,
             "alone_weight": 1.0, "relay_weight": 2.0, "member_share": 0.25,
             "check_per_rule": 400, "heldout_per_rule": 100}
 
