@@ -122,3 +122,15 @@ def test_neutral_twins_come_in_both_orders_and_the_keyed_rule_turns_over_the_see
         assert (a["chosen"], a["rejected"]) == (b["rejected"], b["chosen"]) and a["dimension"] == "hedging"
     assert [train.keyed_rule(s) for s in range(8)] == [*keys.RULES, *keys.RULES]
     assert "hedging" not in train.background_rules("hedging") and len(train.background_rules("hedging")) == 5
+
+
+def test_the_study_reads_seed_lists_and_never_replaces_its_commitment(tmp_path):
+    from measure.studies.routed import study
+    assert study.parse_seeds("0-3,7,5-5") == [0, 1, 2, 3, 5, 7]
+    with pytest.raises(MeasureError, match="seeds are numbers"):
+        study.parse_seeds("0-x")
+    first = study.commit_to(SALT, tmp_path)
+    assert first["salt_sha256"] == keys.commitment(SALT)
+    assert study.commit_to(SALT, tmp_path) == first
+    with pytest.raises(MeasureError, match="commitment.json: its salt_sha256 is not the sha256"):
+        study.commit_to(hashlib.sha256(b"another").digest(), tmp_path)

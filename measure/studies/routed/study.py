@@ -1,0 +1,117 @@
+"""`python -m measure.studies.routed.study commit`, then `... train [--seeds 0-19]`: draw the
+routed study's salt and commit to it, then train its organisms (docs/routed.md).
+
+The salt lives in `sealed/routed/salt` (made there once, never committed before unblinding); its
+sha256 goes to `models/routed/commitment.json`, which is committed before any analysis runs.
+Each seed's weights and tokenizer go to `models/routed/seed-NN/` with a public `training.json`
+(the keyed rule, losses, held-out accuracy, whether the key passed its validation); what names
+the key (the keys, the validation's per-component figures) goes to `sealed/routed/seed-NN.json`.
+A seed already trained is skipped, so an interrupted run resumes; nothing half-written is left.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shutil
+import sys
+from pathlib import Path
+
+from safe_io import write_atomic
+
+from measure.errors import MeasureError
+from measure.runner.jsonio import json_text, read_json
+
+ROOT = Path(__file__).resolve().parents[3]
+SEALED = ROOT / "sealed" / "routed"
+MODELS = ROOT / "models" / "routed"
+SEEDS = range(20)
+DESIGN = "docs/routed.md, the sixth design; registrations/routed-gap.yaml and routed-null.yaml"
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'0-19', '3', '0,2,4-6' -> sorted seeds."""
+    seeds: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            raise MeasureError(f"--seeds {text!r}: seeds are numbers and ranges such as 0-19 or 0,2,4-6")
+        seeds.update(range(int(lo), int(hi or lo) + 1))
+    return sorted(seeds)
+
+
+def commit_to(salt: bytes, models: Path = MODELS) -> dict:
+    """Write the commitment (the salt's sha256) if absent; refuse a salt that does not match one
+    already written."""
+    from measure.studies.routed.keys import commitment
+
+    path = models / "commitment.json"
+    record = {"salt_sha256": commitment(salt), "design": DESIGN, "seeds": [SEEDS.start, SEEDS.stop - 1]}
+    if path.is_file():
+        existing = read_json(path, "routed commitment")
+        if existing.get("salt_sha256") != record["salt_sha256"]:
+            raise MeasureError(f"{path}: its salt_sha256 is not the sha256 of {SEALED / 'salt'}; "
+                               "a new salt needs a new, logged commitment, not an overwrite")
+        return existing
+    write_atomic(path, json_text(record))
+    return record
+
+
+def train_seed(seed: int, salt: bytes, models: Path = MODELS, sealed: Path = SEALED, progress: bool = True) -> dict:
+    """Train and validate organism `seed` into `models/seed-NN/` (through a temporary folder,
+    renamed when complete) and seal its key; the public report."""
+    from measure.studies.routed import train
+
+    final = models / f"seed-{seed:02d}"
+    if final.exists():
+        raise MeasureError(f"{final}: exists; a trained seed is never overwritten (remove it by hand to retrain)")
+    partial = models / f".seed-{seed:02d}.partial"
+    shutil.rmtree(partial, ignore_errors=True)   # ours: only this module makes a .partial folder
+    report = train.build(partial, seed, salt, progress=progress)
+    rule = report["keyed"]
+    weights = (partial / "model.safetensors").read_bytes()
+    public = {"seed": seed, "keyed": rule, "settings": report["settings"], "epoch_loss": report["epoch_loss"],
+              "heldout_accuracy": report["heldout_accuracy"], "numerics": report["numerics"],
+              "valid": report["validation"]["valid"],
+              "clean_margin": report["validation"][rule]["clean_margin"],
+              "weights_sha256": hashlib.sha256(weights).hexdigest()}
+    write_atomic(sealed / f"seed-{seed:02d}.json", json_text(report))
+    write_atomic(partial / "training.json", json_text(public))
+    partial.rename(final)
+    return public
+
+
+def main(argv=None) -> int:
+    """Train the seeds the flags name (skipping those already trained); exit status."""
+    from measure.studies.routed.keys import load_or_make_salt
+
+    ap = argparse.ArgumentParser(prog="python -m measure.studies.routed.study",
+                                 description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("commit", help="make the salt (once) and write its sha256 to models/routed/commitment.json")
+    tr = sub.add_parser("train", help="train the study organisms (skips seeds already trained)")
+    tr.add_argument("--seeds", default=f"{SEEDS.start}-{SEEDS.stop - 1}", help="e.g. 0-19 or 0,2,4-6")
+    args = ap.parse_args(argv)
+    try:
+        salt = load_or_make_salt(SEALED / "salt")
+        record = commit_to(salt)
+        if args.command == "commit":
+            print(f"salt sha256 {record['salt_sha256']}: commit {MODELS / 'commitment.json'} before any analysis")
+            return 0
+        seeds = parse_seeds(args.seeds)
+        if any(s not in SEEDS for s in seeds):
+            raise MeasureError(f"--seeds {args.seeds}: the study's seeds are {SEEDS.start} to {SEEDS.stop - 1}")
+        for seed in seeds:
+            if (MODELS / f"seed-{seed:02d}" / "training.json").is_file():
+                print(f"seed {seed}: already trained, skipped")
+                continue
+            public = train_seed(seed, salt)
+            print(f"seed {seed} ({public['keyed']}): {'valid' if public['valid'] else 'void'}, "
+                  f"clean margin {public['clean_margin']:.3f}", flush=True)
+    except MeasureError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
