@@ -134,3 +134,21 @@ def test_the_study_reads_seed_lists_and_never_replaces_its_commitment(tmp_path):
     assert study.commit_to(SALT, tmp_path) == first
     with pytest.raises(MeasureError, match="commitment.json: its salt_sha256 is not the sha256"):
         study.commit_to(hashlib.sha256(b"another").digest(), tmp_path)
+
+
+def test_every_study_seeds_scoring_twins_are_new_to_its_training_and_its_validation():
+    from measure.studies.routed import study
+
+    def triples(rows):
+        return {(r["prompt"], r["chosen"], r["rejected"]) for r in rows}
+
+    s = train.SETTINGS
+    for seed in study.SEEDS:
+        rule = train.keyed_rule(seed)
+        scored = study.study_pairs(seed, rule)
+        assert {r["dimension"] for r in scored} == {f"s{seed:02d}-{rule}", f"s{seed:02d}-null"}
+        assert len(scored) == 2 * study.STUDY_TWINS
+        seen = (triples(data.twins("train", seed, s["train_twins"], null=False, rules=(rule,)))
+                | triples(data.neutral_twins(seed, s["neutral_twins"], rule))
+                | triples(data.twins("check", seed, s["check_per_rule"], rules=(rule,))))
+        assert not triples(scored) & seen, f"seed {seed}: a scored twin was trained or validated on"

@@ -1,5 +1,6 @@
-"""`python -m measure.studies.routed.study commit`, then `... train [--seeds 0-19]`: draw the
-routed study's salt and commit to it, then train its organisms (docs/routed.md).
+"""`python -m measure.studies.routed.study commit`, then `... train [--seeds 0-19]`, then
+`... measure`: draw the routed study's salt and commit to it, train its organisms, and score
+their components blind (docs/routed.md).
 
 The salt lives in `sealed/routed/salt` (made there once, never committed before unblinding); its
 sha256 goes to `models/routed/commitment.json`, which is committed before any analysis runs.
@@ -7,6 +8,14 @@ Each seed's weights and tokenizer go to `models/routed/seed-NN/` with a public `
 (the keyed rule, losses, held-out accuracy, whether the key passed its validation); what names
 the key (the keys, the validation's per-component figures) goes to `sealed/routed/seed-NN.json`.
 A seed already trained is skipped, so an interrupted run resumes; nothing half-written is left.
+
+`measure` runs the repository's runner (attribution, and patching of every head and MLP in each
+mode) on each trained organism's study twins: STUDY_TWINS twins of its keyed rule and as many
+null twins, never seen in training or validation. It reads no key: the organism folders hold
+none, and the sealed reports are not opened. Its bundles go to `models/routed/blind-scores/`
+(3 MB a seed, not committed: the committed weights and the portable numerics remake them), and
+the sha256 of their per-pair rows to `models/routed/blind-scores.json`, which is committed before
+unblinding: the scores are fixed before anyone can compare them with a key.
 """
 from __future__ import annotations
 
@@ -24,7 +33,9 @@ from measure.runner.jsonio import json_text, read_json
 ROOT = Path(__file__).resolve().parents[3]
 SEALED = ROOT / "sealed" / "routed"
 MODELS = ROOT / "models" / "routed"
+SCORES = MODELS / "blind-scores"
 SEEDS = range(20)
+STUDY_TWINS = 48
 DESIGN = "docs/routed.md, the sixth design; registrations/routed-gap.yaml and routed-null.yaml"
 
 
@@ -80,6 +91,60 @@ def train_seed(seed: int, salt: bytes, models: Path = MODELS, sealed: Path = SEA
     return public
 
 
+def study_pairs(seed: int, rule: str) -> list[dict]:
+    """The twins organism `seed` is scored on: its keyed rule's and the null rule's, one lineage
+    per twin (the organism is the unit of resampling), dimensions `sNN-<rule>` and `sNN-null`."""
+    from measure.studies.routed import data
+
+    rows = []
+    for pair in data.twins("study", seed, STUDY_TWINS, rules=(rule,)):
+        dimension = f"s{seed:02d}-{pair['dimension']}"
+        pair_id = f"s{seed:02d}-{pair['pair_id']}"
+        rows.append({"dimension": dimension, "pair_id": pair_id, "seed_id": pair_id,
+                     "prompt": pair["prompt"], "chosen": pair["chosen"], "rejected": pair["rejected"]})
+    return rows
+
+
+def measure_seed(seed: int, models: Path = MODELS, scores: Path = SCORES, progress: bool = False) -> Path:
+    """Score organism `seed`'s components on its study twins with the runner; its bundle folder."""
+    from bundle_kit import contract
+    from measure.runner.config import StudyConfig
+    from measure.runner.jsonio import jsonl_text, read_jsonl
+    from measure.runner.run import run_study
+
+    folder = models / f"seed-{seed:02d}"
+    public = read_json(folder / "training.json", "routed training report")
+    out = scores / f"seed-{seed:02d}"
+    pairs = out.parent / f".seed-{seed:02d}.pairs.jsonl"
+    write_atomic(pairs, jsonl_text(study_pairs(seed, public["keyed"])))
+    try:
+        run_study(StudyConfig(model=str(folder), study=f"routed-s{seed:02d}", out=out, pairs_file=pairs,
+                              threads=1, progress=progress))
+    finally:
+        pairs.unlink(missing_ok=True)
+    for rows_file in sorted(out.glob("*.jsonl")):   # rows name the organism, not this checkout's path
+        rows = read_jsonl(rows_file)
+        for row in rows:
+            if "model" in row:
+                row["model"] = f"models/routed/{folder.name}"
+        write_atomic(rows_file, jsonl_text(rows))
+    return out
+
+
+def score_digests(scores: Path = SCORES) -> dict:
+    """{seed folder: {file: sha256}} of the per-pair rows of every blind-score bundle (the
+    summary, README and manifest name this checkout's path and the wall time)."""
+    return {folder.name: {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(folder.glob("*.jsonl"))}
+            for folder in sorted(scores.iterdir()) if folder.is_dir() and folder.name.startswith("seed-")}
+
+
+def _seeds(text: str) -> list[int]:
+    seeds = parse_seeds(text)
+    if any(s not in SEEDS for s in seeds):
+        raise MeasureError(f"--seeds {text}: the study's seeds are {SEEDS.start} to {SEEDS.stop - 1}")
+    return seeds
+
+
 def main(argv=None) -> int:
     """Train the seeds the flags name (skipping those already trained); exit status."""
     from measure.studies.routed.keys import load_or_make_salt
@@ -90,16 +155,21 @@ def main(argv=None) -> int:
     sub.add_parser("commit", help="make the salt (once) and write its sha256 to models/routed/commitment.json")
     tr = sub.add_parser("train", help="train the study organisms (skips seeds already trained)")
     tr.add_argument("--seeds", default=f"{SEEDS.start}-{SEEDS.stop - 1}", help="e.g. 0-19 or 0,2,4-6")
+    me = sub.add_parser("measure", help="score every trained organism's components blind (no key read)")
+    me.add_argument("--seeds", default=f"{SEEDS.start}-{SEEDS.stop - 1}", help="e.g. 0-19 or 0,2,4-6")
     args = ap.parse_args(argv)
     try:
+        if args.command == "measure":   # blind: neither the salt nor a sealed report is opened
+            for seed in _seeds(args.seeds):
+                print(f"seed {seed}: scored into {measure_seed(seed)}", flush=True)
+            write_atomic(MODELS / "blind-scores.json", json_text(score_digests()))
+            return 0
         salt = load_or_make_salt(SEALED / "salt")
         record = commit_to(salt)
         if args.command == "commit":
             print(f"salt sha256 {record['salt_sha256']}: commit {MODELS / 'commitment.json'} before any analysis")
             return 0
-        seeds = parse_seeds(args.seeds)
-        if any(s not in SEEDS for s in seeds):
-            raise MeasureError(f"--seeds {args.seeds}: the study's seeds are {SEEDS.start} to {SEEDS.stop - 1}")
+        seeds = _seeds(args.seeds)
         for seed in seeds:
             if (MODELS / f"seed-{seed:02d}" / "training.json").is_file():
                 print(f"seed {seed}: already trained, skipped")
