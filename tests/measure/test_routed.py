@@ -152,3 +152,14 @@ def test_every_study_seeds_scoring_twins_are_new_to_its_training_and_its_validat
                 | triples(data.neutral_twins(seed, s["neutral_twins"], rule))
                 | triples(data.twins("check", seed, s["check_per_rule"], rules=(rule,))))
         assert not triples(scored) & seen, f"seed {seed}: a scored twin was trained or validated on"
+
+
+def test_decoys_are_made_like_keys_outside_the_key_and_fixed_by_seed_and_salt():
+    key = keys.draw(4, SALT, 4, 4)["politeness"]
+    drawn = keys.decoys(4, SALT, 4, 4, key)
+    assert len(drawn) == 10 and drawn == keys.decoys(4, SALT, 4, 4, key)
+    for decoy in drawn:
+        assert len(decoy) == len(set(decoy)) == 2 and any(c.startswith("head_") for c in decoy)
+        assert not set(decoy) & set(key)
+    assert len({tuple(d) for d in drawn}) > 1
+    assert keys.decoys(4, hashlib.sha256(b"other").digest(), 4, 4, key) != drawn

@@ -47,6 +47,21 @@ def draw(seed: int, salt: bytes, n_layers: int, n_heads: int, size: int = 2) -> 
     return keys
 
 
+def decoys(seed: int, salt: bytes, n_layers: int, n_heads: int, key: list[str], count: int = 10,
+           size: int = 2) -> list[list[str]]:
+    """`count` decoy keys for organism `seed`'s null control (registrations/routed-null.yaml), each
+    made like a key (one head and `size` - 1 more heads or MLPs) from the components outside
+    `key`, drawn independently from (seed, salt)."""
+    rng = random.Random(hashlib.sha256(salt + f"routed/decoy/{seed}".encode()).digest())
+    free = [c for c in universe(n_layers, n_heads) if c not in key]
+    out = []
+    for _ in range(count):
+        head = rng.choice([c for c in free if c.startswith("head_")])
+        others = rng.sample([c for c in free if c != head], size - 1)
+        out.append(sorted([head, *others]))
+    return out
+
+
 def commitment(salt: bytes) -> str:
     """What is committed before analysis: the salt's sha256 (the salt fixes every key)."""
     return hashlib.sha256(salt).hexdigest()

@@ -1,0 +1,70 @@
+"""Key recovery of hidden keys (bundle_kit/hiddenkeys.py): the two scores, AUC against a key,
+decoys on null twins, and the summary's validity."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bundle_kit import hiddenkeys
+
+COMPONENTS = [f"head_L{i}_H{h}" for i in range(2) for h in range(2)] + ["mlp_L0", "mlp_L1"]
+
+
+def rows(dimension: str, attribution: dict, effect: dict, margin: float = 2.0, pairs: int = 3):
+    """Attribution and mean-mode patching rows: every pair gives each component the same values."""
+    a, p = [], []
+    for k in range(pairs):
+        for c in COMPONENTS + ["attn_L0"]:   # a block outside the universe, to be ignored
+            base = {"dimension": dimension, "pair_id": f"{dimension}-{k}", "seed_id": f"{dimension}-{k}", "component": c}
+            a.append({**base, "attribution": attribution.get(c, 0.0), "margin": margin})
+            p.append({**base, "mode": "mean", "clean_margin": margin, "effect": effect.get(c, 0.0)})
+            p.append({**base, "mode": "zero", "clean_margin": margin, "effect": 99.0})
+    return a, p
+
+
+def test_scores_are_the_magnitude_of_mean_attribution_and_the_ratio_of_sums():
+    a, p = rows("d", {"mlp_L1": -1.5, "head_L0_H0": 0.5}, {"mlp_L1": -1.0, "head_L1_H1": 0.4})
+    s = hiddenkeys.scores(a, p, "d")
+    assert set(s["attribution"]) == set(COMPONENTS)
+    assert s["attribution"]["mlp_L1"] == pytest.approx(1.5)
+    assert s["patching"]["mlp_L1"] == pytest.approx(0.5)      # |-1| / 2, zero mode ignored
+    assert s["patching"]["head_L1_H1"] == pytest.approx(0.2)
+
+
+def test_a_member_that_writes_nothing_at_the_scoring_token_costs_attribution_only():
+    key = ["head_L0_H0", "mlp_L1"]
+    # mlp_L1 is necessary (patching moves the margin) but writes nothing at the scoring token
+    a, p = rows("s00-rule", {"head_L0_H0": 2.0, "head_L1_H0": 0.3}, {"head_L0_H0": 1.0, "mlp_L1": 0.9})
+    na, np_ = rows("s00-null", {}, {"head_L0_H1": 0.1}, margin=0.01)
+    result = hiddenkeys.organism(a + na, p + np_, "s00-rule", "s00-null", key, [["head_L0_H1", "mlp_L0"]])
+    assert result["patching"] == 1.0
+    assert result["attribution"] == pytest.approx((1.0 + 0.375) / 2)   # mlp_L1 ties four zeros below head_L1_H0
+    assert result["gap"] == pytest.approx(1.0 - result["attribution"])
+    assert result["null"]["patching"] == pytest.approx((1.0 + 0.5) / 2)   # the decoy head beats all, mlp_L0 ties all
+    assert result["null"]["attribution"] == 0.5
+
+
+def test_the_summary_averages_valid_organisms_and_fails_on_voids_or_a_biased_null():
+    def org(attribution, patching, null=0.5):
+        return {"attribution": attribution, "patching": patching, "gap": patching - attribution,
+                "null": {"attribution": null, "patching": null}}
+    organisms = {"s00": org(0.8, 1.0), "s01": org(0.1, 0.1), "s02": org(0.6, 1.0)}
+    out = hiddenkeys.summary(organisms, {"s00": True, "s01": False, "s02": True})
+    assert out["key_recovery"]["gap"]["value"] == pytest.approx(0.3)
+    lo, hi = out["key_recovery"]["gap"]["interval"]
+    assert lo == pytest.approx(0.2) and hi == pytest.approx(0.4)   # resamples of two organisms: 0.2, 0.3, 0.4
+    assert out["validity"] == {"void_share": pytest.approx(1 / 3), "failed": 0}
+    assert out["null"]["worst_distance"]["value"] == 0
+    biased = dict(organisms, s00=org(0.8, 1.0, null=0.9))
+    assert hiddenkeys.summary(biased, {"s00": True, "s01": False, "s02": True})["validity"]["failed"] == 1
+    mostly_void = hiddenkeys.summary(organisms, {"s00": True, "s01": False, "s02": False})
+    assert mostly_void["validity"]["failed"] == 1
+    nothing = hiddenkeys.summary(organisms, {"s00": False, "s01": False, "s02": False})
+    assert math.isnan(nothing["key_recovery"]["gap"]["value"])
+
+
+def test_a_key_member_without_scores_is_an_error_not_a_silent_zero():
+    a, p = rows("d", {}, {})
+    with pytest.raises(ValueError, match="head_L3_H0 have no attribution score"):
+        hiddenkeys.recovery(hiddenkeys.scores(a, p, "d"), ["head_L3_H0"])
