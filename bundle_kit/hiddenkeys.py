@@ -5,8 +5,9 @@ Standard library only; ships in a bundle zip beside `rankstats.py`. Per organism
 rule), over its heads and MLPs (`head_L{i}_H{j}`, `mlp_L{i}`), each component gets two scores
 on the organism's study twins of one dimension:
 
-- attribution: |mean margin attribution| (rankstats.component_scores' attribution score, its
-  magnitude);
+- attribution: |mean margin attribution| (the magnitude of the attribution score of
+  docs/statistics.md), divided by the mean |clean margin| (a constant per dimension: the ranking
+  is unchanged, and a floor can be set in margins);
 - patching: the one patch score, sum |effect| / sum |clean margin| (`ratio_of_means`), with
   mean-mode patching.
 
@@ -16,6 +17,13 @@ interval resamples organisms with replacement (the organism is the unit: every t
 organism shares its weights). The null control scores each organism's null twins against ten
 decoy keys and averages over decoys, then over organisms (valid or not: a decoy is never
 trained); `worst_distance` is the larger of the two methods' distances from 0.5.
+
+The specification curve varies every analysis choice fixed before unblinding (GRID): the
+patching mode, the patch score (`ratio_of_means` or the per-pair `mean_ratio`), attribution's
+aggregation (|mean| or the mean of magnitudes) and a floor below which a score counts as zero
+(attribution is in units of the mean |clean margin| for it, patching already is). An order
+between the methods is claimed only if the primary gap's interval excludes zero and at least
+ROBUST_SHARE of the specifications give a gap of the same sign.
 """
 from __future__ import annotations
 
@@ -28,7 +36,6 @@ except ImportError:  # inside a bundle zip: beside rankstats.py
     import rankstats
 
 METHODS = ("attribution", "patching")
-MODE = "mean"
 INTERVAL = {"resamples": 1000, "seed": 0, "level": 0.90}
 
 
@@ -37,16 +44,45 @@ def in_universe(component: str) -> bool:
     return component.startswith("head_") or component.startswith("mlp_")
 
 
-def scores(attribution_rows, patching_rows, dimension: str) -> dict[str, dict[str, float]]:
+GRID = {"mode": ("mean", "zero", "swap"), "patch_score": ("ratio_of_means", "mean_ratio"),
+        "attribution": ("abs_mean", "mean_abs"), "floor": (0.0, 0.01, 0.05)}
+PRIMARY = {"mode": "mean", "patch_score": "ratio_of_means", "attribution": "abs_mean", "floor": 0.0}
+ROBUST_SHARE = 0.9
+
+
+def specifications() -> list[dict]:
+    """Every combination of GRID's choices, the primary first."""
+    import itertools
+    grid = [dict(zip(GRID, values)) for values in itertools.product(*GRID.values())]
+    return [PRIMARY] + [spec for spec in grid if spec != PRIMARY]
+
+
+def spec_name(spec: dict) -> str:
+    return "/".join(f"{k}={spec[k]}" for k in GRID)
+
+
+def scores(attribution_rows, patching_rows, dimension: str, spec: dict = PRIMARY) -> dict[str, dict[str, float]]:
     """{method: {component: score}} over the universe, for one dimension's twins."""
     rows_a = [r for r in attribution_rows if r["dimension"] == dimension and in_universe(r["component"])]
     rows_p = [r for r in patching_rows if r["dimension"] == dimension and in_universe(r["component"])]
-    joined = rankstats.join_rows(rows_a, rows_p, MODE)
+    joined = rankstats.join_rows(rows_a, rows_p, spec["mode"])
     if not joined:
-        raise ValueError(f"dimension {dimension}: no attribution and {MODE}-mode patching rows to join")
-    comps = rankstats.component_scores(joined, "ratio_of_means")[dimension]
-    return {"attribution": {c: abs(a) for c, (a, _p) in comps.items()},
-            "patching": {c: p for c, (_a, p) in comps.items()}}
+        raise ValueError(f"dimension {dimension}: no attribution and {spec['mode']}-mode patching rows to join")
+    per: dict[str, tuple[list, list]] = {}
+    for (_d, _pair, component), (attr_row, patch_row) in sorted(joined.items()):
+        values, patched = per.setdefault(component, ([], []))
+        values.append(attr_row["attribution"])
+        patched.append(patch_row)
+    unit = rankstats.mean(abs(p["clean_margin"]) for _a, rows in per.values() for p in rows) or 1.0
+    out: dict[str, dict[str, float]] = {"attribution": {}, "patching": {}}
+    for component, (values, patched) in per.items():
+        attribution = (abs(rankstats.mean(values)) if spec["attribution"] == "abs_mean"
+                       else rankstats.mean(abs(v) for v in values)) / unit
+        patching = (rankstats.ratio_of_means(patched) if spec["patch_score"] == "ratio_of_means"
+                    else rankstats.mean(rankstats.patch_fraction(r) for r in patched))
+        out["attribution"][component] = attribution if attribution >= spec["floor"] else 0.0
+        out["patching"][component] = patching if patching >= spec["floor"] else 0.0
+    return out
 
 
 def recovery(method_scores: dict[str, dict[str, float]], key) -> dict[str, float]:
@@ -61,10 +97,11 @@ def recovery(method_scores: dict[str, dict[str, float]], key) -> dict[str, float
     return out
 
 
-def organism(attribution_rows, patching_rows, keyed_dimension: str, null_dimension: str, key, decoys) -> dict:
+def organism(attribution_rows, patching_rows, keyed_dimension: str, null_dimension: str, key, decoys,
+             spec: dict = PRIMARY) -> dict:
     """One organism's recovery of its key and, on its null twins, of each decoy."""
-    real = recovery(scores(attribution_rows, patching_rows, keyed_dimension), key)
-    null_scores = scores(attribution_rows, patching_rows, null_dimension)
+    real = recovery(scores(attribution_rows, patching_rows, keyed_dimension, spec), key)
+    null_scores = scores(attribution_rows, patching_rows, null_dimension, spec)
     by_decoy = [recovery(null_scores, decoy) for decoy in decoys]
     null = {m: rankstats.mean(d[m] for d in by_decoy) for m in METHODS}
     return {**{m: real[m] for m in METHODS}, "gap": real["patching"] - real["attribution"],
@@ -94,3 +131,31 @@ def summary(organisms: dict[str, dict], valid: dict[str, bool], interval: dict =
                              "interval_level": interval["level"], "resamples": interval["resamples"]},
             "null": {**null, "worst_distance": {"value": worst}},
             "validity": {"void_share": void_share, "failed": failed}}
+
+
+def spec_curve(by_spec: dict[str, dict[str, dict]], valid: dict[str, bool]) -> dict:
+    """From {spec name: {organism: organism()}} (the primary's name among them): each
+    specification's mean recoveries and gap over the valid organisms, and per headline the
+    share of specifications on the primary's side (the gap's sign; a method's AUC above or
+    below 0.5)."""
+    primary = spec_name(PRIMARY)
+    rows = []
+    for name, organisms in by_spec.items():
+        kept = [n for n in sorted(organisms) if valid[n]]
+        values = {k: rankstats.mean(organisms[n][k] for n in kept) if kept else math.nan
+                  for k in (*METHODS, "gap")}
+        rows.append({"spec": name, "primary": name == primary, **values})
+    reference = {"attribution": 0.5, "patching": 0.5, "gap": 0.0}
+    first = next(r for r in rows if r["primary"])
+    share = {}
+    for k, ref in reference.items():
+        side = first[k] > ref
+        share[k] = sum(1 for r in rows if (r[k] > ref) == side and not math.isnan(r[k])) / len(rows)
+    return {"specifications": len(rows), "share_agreeing": share, "rows": rows}
+
+
+def order_claimed(summary_block: dict, curve: dict) -> bool:
+    """Whether an order between the methods may be stated: the primary gap's interval excludes
+    zero and at least ROBUST_SHARE of the specifications agree on its sign."""
+    lo, hi = summary_block["key_recovery"]["gap"]["interval"]
+    return (lo > 0 or hi < 0) and curve["share_agreeing"]["gap"] >= ROBUST_SHARE

@@ -23,11 +23,11 @@ def rows(dimension: str, attribution: dict, effect: dict, margin: float = 2.0, p
     return a, p
 
 
-def test_scores_are_the_magnitude_of_mean_attribution_and_the_ratio_of_sums():
+def test_scores_are_the_magnitude_of_mean_attribution_and_the_ratio_of_sums_both_in_margins():
     a, p = rows("d", {"mlp_L1": -1.5, "head_L0_H0": 0.5}, {"mlp_L1": -1.0, "head_L1_H1": 0.4})
     s = hiddenkeys.scores(a, p, "d")
     assert set(s["attribution"]) == set(COMPONENTS)
-    assert s["attribution"]["mlp_L1"] == pytest.approx(1.5)
+    assert s["attribution"]["mlp_L1"] == pytest.approx(0.75)   # |mean| in units of the mean |margin| (2)
     assert s["patching"]["mlp_L1"] == pytest.approx(0.5)      # |-1| / 2, zero mode ignored
     assert s["patching"]["head_L1_H1"] == pytest.approx(0.2)
 
@@ -68,3 +68,29 @@ def test_a_key_member_without_scores_is_an_error_not_a_silent_zero():
     a, p = rows("d", {}, {})
     with pytest.raises(ValueError, match="head_L3_H0 have no attribution score"):
         hiddenkeys.recovery(hiddenkeys.scores(a, p, "d"), ["head_L3_H0"])
+
+
+def test_the_grid_starts_with_the_primary_and_a_floor_zeroes_small_scores():
+    specs = hiddenkeys.specifications()
+    assert specs[0] == hiddenkeys.PRIMARY and len(specs) == 36 == len({hiddenkeys.spec_name(s) for s in specs})
+    a, p = rows("d", {"mlp_L1": 0.05, "head_L0_H0": -1.0}, {"mlp_L1": 0.05, "head_L0_H0": 1.0})
+    floored = hiddenkeys.scores(a, p, "d", dict(hiddenkeys.PRIMARY, floor=0.05))
+    assert floored["attribution"]["mlp_L1"] == 0.0 and floored["patching"]["mlp_L1"] == 0.0   # 0.025 of the margin
+    assert floored["attribution"]["head_L0_H0"] == pytest.approx(0.5)
+    both_ways = hiddenkeys.scores(a, p, "d", dict(hiddenkeys.PRIMARY, attribution="mean_abs", patch_score="mean_ratio"))
+    assert both_ways["attribution"]["head_L0_H0"] == pytest.approx(0.5) and both_ways["patching"]["head_L0_H0"] == pytest.approx(0.5)
+
+
+def test_an_order_needs_an_interval_clear_of_zero_and_nine_specifications_in_ten():
+    def org(gap):
+        return {"attribution": 0.7, "patching": 0.7 + gap, "gap": gap, "null": {"attribution": 0.5, "patching": 0.5}}
+    valid = {"a": True, "b": True}
+    primary = hiddenkeys.spec_name(hiddenkeys.PRIMARY)
+    by_spec = {primary: {"a": org(0.2), "b": org(0.1)}, **{f"s{k}": {"a": org(0.1), "b": org(0.1)} for k in range(8)},
+               "against": {"a": org(-0.1), "b": org(-0.2)}}
+    curve = hiddenkeys.spec_curve(by_spec, valid)
+    assert curve["specifications"] == 10 and curve["share_agreeing"]["gap"] == 0.9
+    block = hiddenkeys.summary(by_spec[primary], valid)
+    assert hiddenkeys.order_claimed(block, curve)
+    by_spec["s0"] = by_spec["against"]
+    assert not hiddenkeys.order_claimed(block, hiddenkeys.spec_curve(by_spec, valid))   # 0.8 of specifications
