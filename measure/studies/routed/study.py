@@ -1,6 +1,6 @@
 """`python -m measure.studies.routed.study commit`, then `... train [--seeds 0-19]`, then
-`... measure`: draw the routed study's salt and commit to it, train its organisms, and score
-their components blind (docs/routed.md).
+`... measure`, then `... unblind`: draw the routed study's salt and commit to it, train its
+organisms, score their components blind, and reveal the keys (docs/routed.md).
 
 The salt lives in `sealed/routed/salt` (made there once, never committed before unblinding); its
 sha256 goes to `models/routed/commitment.json`, which is committed before any analysis runs.
@@ -16,6 +16,12 @@ none, and the sealed reports are not opened. Its bundles go to `models/routed/bl
 (3 MB a seed, not committed: the committed weights and the portable numerics remake them), and
 the sha256 of their per-pair rows to `models/routed/blind-scores.json`, which is committed before
 unblinding: the scores are fixed before anyone can compare them with a key.
+
+`unblind` is the one step that reads the salt for analysis. It refuses unless every seed is
+trained and scored, the scores match `blind-scores.json`, and that file and the commitment are
+committed unchanged; then it writes `models/routed/unblinded.json`: the salt, the commit it
+unblinded at and the one that fixed the scores, and per organism its key, its ten decoys and its
+sealed validation. Committing that file is the unblinding's log entry.
 """
 from __future__ import annotations
 
@@ -138,6 +144,55 @@ def score_digests(scores: Path = SCORES) -> dict:
             for folder in sorted(scores.iterdir()) if folder.is_dir() and folder.name.startswith("seed-")}
 
 
+def _git(*args: str) -> str:
+    import subprocess
+    done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+    if done.returncode:
+        raise MeasureError(f"git {' '.join(args)}: {done.stderr.strip() or 'failed'}")
+    return done.stdout.strip()
+
+
+def _committed_unchanged(path: Path) -> str:
+    """The last commit that changed `path`; an error if it is untracked or differs from HEAD."""
+    rel = str(path.relative_to(ROOT))
+    last = _git("log", "-1", "--format=%H", "--", rel)
+    if not last or _git("status", "--porcelain", "--", rel):
+        raise MeasureError(f"{path}: not committed as it is; commit it before unblinding")
+    return last
+
+
+def unblind(salt: bytes, models: Path = MODELS, sealed: Path = SEALED) -> dict:
+    """The unblinding record (see the module's docstring), after every check."""
+    from measure.studies.routed import keys as keymod
+    from measure.studies.routed import train
+
+    commitment = read_json(models / "commitment.json", "routed commitment")
+    if commitment["salt_sha256"] != keymod.commitment(salt):
+        raise MeasureError(f"{sealed / 'salt'}: its sha256 is not the committed {commitment['salt_sha256']}")
+    digests = read_json(models / "blind-scores.json", "routed blind scores")
+    if digests != score_digests(models / "blind-scores"):
+        raise MeasureError(f"{models / 'blind-scores'}: the scores differ from blind-scores.json; rerun measure")
+    scored_at = _committed_unchanged(models / "blind-scores.json")
+    _committed_unchanged(models / "commitment.json")
+    organisms = {}
+    for seed in SEEDS:
+        name = f"seed-{seed:02d}"
+        if name not in digests:
+            raise MeasureError(f"{models / 'blind-scores.json'}: {name} was not scored; run train and measure for every seed")
+        public = read_json(models / name / "training.json", "routed training report")
+        report = read_json(sealed / f"{name}.json", "sealed routed report")
+        s = dict(train.SETTINGS, **public["settings"])
+        drawn = keymod.draw(seed, salt, s["num_hidden_layers"], s["num_attention_heads"], s["key_size"])
+        if report["keys"] != drawn:
+            raise MeasureError(f"{sealed / (name + '.json')}: its keys are not the ones the salt draws")
+        key = drawn[public["keyed"]]
+        organisms[name] = {"keyed": public["keyed"], "key": key, "valid": report["validation"]["valid"],
+                           "decoys": keymod.decoys(seed, salt, s["num_hidden_layers"], s["num_attention_heads"], key),
+                           "validation": report["validation"]}
+    return {"salt": salt.hex(), "unblinded_at": _git("rev-parse", "HEAD"), "scores_fixed_at": scored_at,
+            "organisms": organisms}
+
+
 def _seeds(text: str) -> list[int]:
     seeds = parse_seeds(text)
     if any(s not in SEEDS for s in seeds):
@@ -157,6 +212,7 @@ def main(argv=None) -> int:
     tr.add_argument("--seeds", default=f"{SEEDS.start}-{SEEDS.stop - 1}", help="e.g. 0-19 or 0,2,4-6")
     me = sub.add_parser("measure", help="score every trained organism's components blind (no key read)")
     me.add_argument("--seeds", default=f"{SEEDS.start}-{SEEDS.stop - 1}", help="e.g. 0-19 or 0,2,4-6")
+    sub.add_parser("unblind", help="reveal the keys: write models/routed/unblinded.json (commit it as the log entry)")
     args = ap.parse_args(argv)
     try:
         if args.command == "measure":   # blind: neither the salt nor a sealed report is opened
@@ -168,6 +224,13 @@ def main(argv=None) -> int:
         record = commit_to(salt)
         if args.command == "commit":
             print(f"salt sha256 {record['salt_sha256']}: commit {MODELS / 'commitment.json'} before any analysis")
+            return 0
+        if args.command == "unblind":
+            path = MODELS / "unblinded.json"
+            if path.exists():
+                raise MeasureError(f"{path}: the study is already unblinded")
+            write_atomic(path, json_text(unblind(salt)))
+            print(f"unblinded: commit {path} now, as the unblinding's log entry")
             return 0
         seeds = _seeds(args.seeds)
         for seed in seeds:
