@@ -16,7 +16,9 @@ headline `gap` is the mean over valid organisms of patching's recovery minus att
 interval resamples organisms with replacement (the organism is the unit: every twin of one
 organism shares its weights). The null control scores each organism's null twins against ten
 decoy keys and averages over decoys, then over organisms (valid or not: a decoy is never
-trained); `worst_distance` is the larger of the two methods' distances from 0.5.
+trained); `worst_distance` is the larger of the two methods' distances from 0.5. A second
+control, not registered: the real key scored on the null twins (`key_on_null`), which a method
+finds only by something other than the rule.
 
 The specification curve varies every analysis choice fixed before unblinding (GRID): the
 patching mode, the patch score (`ratio_of_means` or the per-pair `mean_ratio`), attribution's
@@ -105,7 +107,7 @@ def organism(attribution_rows, patching_rows, keyed_dimension: str, null_dimensi
     by_decoy = [recovery(null_scores, decoy) for decoy in decoys]
     null = {m: rankstats.mean(d[m] for d in by_decoy) for m in METHODS}
     return {**{m: real[m] for m in METHODS}, "gap": real["patching"] - real["attribution"],
-            "null": null}
+            "null": null, "key_on_null": recovery(null_scores, key)}
 
 
 def summary(organisms: dict[str, dict], valid: dict[str, bool], interval: dict = INTERVAL) -> dict:
@@ -126,10 +128,15 @@ def summary(organisms: dict[str, dict], valid: dict[str, bool], interval: dict =
                  for k in (*METHODS, "gap")}
     null = {m: rankstats.mean(organisms[n]["null"][m] for n in names) for m in METHODS}
     worst = max(abs(null[m] - 0.5) for m in METHODS)
+    # not registered: the real key scored on the null twins, where its rule's word makes no
+    # difference; near 0.5 unless a method finds the key by something other than the rule
+    # (members that are simply louder, say)
+    on_null = {m: rankstats.mean(organisms[n]["key_on_null"][m] for n in kept) if kept else math.nan
+               for m in METHODS}
     failed = int(void_share > 0.5 or worst > 0.05)
     return {"key_recovery": {**recovered, "organisms": len(names), "valid": len(kept),
                              "interval_level": interval["level"], "resamples": interval["resamples"]},
-            "null": {**null, "worst_distance": {"value": worst}},
+            "null": {**null, "worst_distance": {"value": worst}, "key_on_null": on_null},
             "validity": {"void_share": void_share, "failed": failed}}
 
 

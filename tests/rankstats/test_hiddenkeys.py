@@ -43,12 +43,13 @@ def test_a_member_that_writes_nothing_at_the_scoring_token_costs_attribution_onl
     assert result["gap"] == pytest.approx(1.0 - result["attribution"])
     assert result["null"]["patching"] == pytest.approx((1.0 + 0.5) / 2)   # the decoy head beats all, mlp_L0 ties all
     assert result["null"]["attribution"] == 0.5
+    assert result["key_on_null"] == {"attribution": 0.5, "patching": 0.375}   # only the decoy head moves a null margin
 
 
 def test_the_summary_averages_valid_organisms_and_fails_on_voids_or_a_biased_null():
     def org(attribution, patching, null=0.5):
         return {"attribution": attribution, "patching": patching, "gap": patching - attribution,
-                "null": {"attribution": null, "patching": null}}
+                "null": {"attribution": null, "patching": null}, "key_on_null": {"attribution": 0.4, "patching": 0.6}}
     organisms = {"s00": org(0.8, 1.0), "s01": org(0.1, 0.1), "s02": org(0.6, 1.0)}
     out = hiddenkeys.summary(organisms, {"s00": True, "s01": False, "s02": True})
     assert out["key_recovery"]["gap"]["value"] == pytest.approx(0.3)
@@ -56,6 +57,7 @@ def test_the_summary_averages_valid_organisms_and_fails_on_voids_or_a_biased_nul
     assert lo == pytest.approx(0.2) and hi == pytest.approx(0.4)   # resamples of two organisms: 0.2, 0.3, 0.4
     assert out["validity"] == {"void_share": pytest.approx(1 / 3), "failed": 0}
     assert out["null"]["worst_distance"]["value"] == 0
+    assert out["null"]["key_on_null"] == {"attribution": pytest.approx(0.4), "patching": pytest.approx(0.6)}
     biased = dict(organisms, s00=org(0.8, 1.0, null=0.9))
     assert hiddenkeys.summary(biased, {"s00": True, "s01": False, "s02": True})["validity"]["failed"] == 1
     mostly_void = hiddenkeys.summary(organisms, {"s00": True, "s01": False, "s02": False})
@@ -83,7 +85,8 @@ def test_the_grid_starts_with_the_primary_and_a_floor_zeroes_small_scores():
 
 def test_an_order_needs_an_interval_clear_of_zero_and_nine_specifications_in_ten():
     def org(gap):
-        return {"attribution": 0.7, "patching": 0.7 + gap, "gap": gap, "null": {"attribution": 0.5, "patching": 0.5}}
+        return {"attribution": 0.7, "patching": 0.7 + gap, "gap": gap, "null": {"attribution": 0.5, "patching": 0.5},
+                "key_on_null": {"attribution": 0.5, "patching": 0.5}}
     valid = {"a": True, "b": True}
     primary = hiddenkeys.spec_name(hiddenkeys.PRIMARY)
     by_spec = {primary: {"a": org(0.2), "b": org(0.1)}, **{f"s{k}": {"a": org(0.1), "b": org(0.1)} for k in range(8)},
