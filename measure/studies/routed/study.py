@@ -193,11 +193,56 @@ def unblind(salt: bytes, models: Path = MODELS, sealed: Path = SEALED) -> dict:
             "organisms": organisms}
 
 
+def recovery(models: Path = MODELS, scores: Path = SCORES) -> dict:
+    """Key recovery at every specification (bundle_kit/hiddenkeys.py) from the blind scores and
+    the unblinding record: {"summary": the primary's blocks, "curve": the specification curve,
+    "organisms": {organism: primary result}, "order_claimed": bool}."""
+    from bundle_kit import hiddenkeys, rankstats
+
+    record = read_json(models / "unblinded.json", "routed unblinding record")
+    rows = {}
+    for name in record["organisms"]:
+        folder = scores / name
+        rows[name] = (rankstats.read_jsonl(folder / "attribution_per_pair.jsonl")
+                      + rankstats.read_jsonl(folder / "heads_attribution_per_pair.jsonl"),
+                      rankstats.read_jsonl(folder / "patching_per_pair.jsonl")
+                      + rankstats.read_jsonl(folder / "heads_patching_per_pair.jsonl"))
+    by_spec = {}
+    for spec in hiddenkeys.specifications():
+        by_spec[hiddenkeys.spec_name(spec)] = {
+            name: hiddenkeys.organism(*rows[name], f"s{int(name[5:]):02d}-{o['keyed']}", f"s{int(name[5:]):02d}-null",
+                                      o["key"], o["decoys"], spec)
+            for name, o in record["organisms"].items()}
+    valid = {name: o["valid"] for name, o in record["organisms"].items()}
+    primary = by_spec[hiddenkeys.spec_name(hiddenkeys.PRIMARY)]
+    summary = hiddenkeys.summary(primary, valid)
+    curve = hiddenkeys.spec_curve(by_spec, valid)
+    return {"summary": summary, "curve": curve, "organisms": primary,
+            "order_claimed": hiddenkeys.order_claimed(summary, curve)}
+
+
 def _seeds(text: str) -> list[int]:
     seeds = parse_seeds(text)
     if any(s not in SEEDS for s in seeds):
         raise MeasureError(f"--seeds {text}: the study's seeds are {SEEDS.start} to {SEEDS.stop - 1}")
     return seeds
+
+
+def _print_recovery(result: dict) -> None:
+    kr, null, validity = (result["summary"][k] for k in ("key_recovery", "null", "validity"))
+    print(f"organisms {kr['organisms']}, valid {kr['valid']} (void share {validity['void_share']:.2f}); "
+          f"validity/failed {validity['failed']}")
+    for k in ("attribution", "patching", "gap"):
+        lo, hi = kr[k]["interval"]
+        print(f"{k:<12} {kr[k]['value']:+.3f}  {kr['interval_level']:.0%} interval [{lo:+.3f}, {hi:+.3f}]  "
+              f"share of {result['curve']['specifications']} specifications agreeing {result['curve']['share_agreeing'][k]:.2f}")
+    print(f"null (decoys): attribution {null['attribution']:.3f}, patching {null['patching']:.3f}, "
+          f"worst distance from 0.5 {null['worst_distance']['value']:.3f}")
+    print(f"key on null twins (not registered): attribution {null['key_on_null']['attribution']:.3f}, "
+          f"patching {null['key_on_null']['patching']:.3f}")
+    print(f"order claimed: {result['order_claimed']}")
+    for name, o in sorted(result["organisms"].items()):
+        print(f"  {name}: attribution {o['attribution']:.3f}, patching {o['patching']:.3f}, gap {o['gap']:+.3f}")
 
 
 def main(argv=None) -> int:
@@ -213,8 +258,12 @@ def main(argv=None) -> int:
     me = sub.add_parser("measure", help="score every trained organism's components blind (no key read)")
     me.add_argument("--seeds", default=f"{SEEDS.start}-{SEEDS.stop - 1}", help="e.g. 0-19 or 0,2,4-6")
     sub.add_parser("unblind", help="reveal the keys: write models/routed/unblinded.json (commit it as the log entry)")
+    sub.add_parser("recovery", help="after unblinding: print key recovery, the null control and the specification curve")
     args = ap.parse_args(argv)
     try:
+        if args.command == "recovery":
+            _print_recovery(recovery())
+            return 0
         if args.command == "measure":   # blind: neither the salt nor a sealed report is opened
             for seed in _seeds(args.seeds):
                 print(f"seed {seed}: scored into {measure_seed(seed)}", flush=True)
