@@ -163,3 +163,44 @@ def test_decoys_are_made_like_keys_outside_the_key_and_fixed_by_seed_and_salt():
         assert not set(decoy) & set(key)
     assert len({tuple(d) for d in drawn}) > 1
     assert keys.decoys(4, hashlib.sha256(b"other").digest(), 4, 4, key) != drawn
+
+
+def test_unblinding_refuses_uncommitted_or_changed_scores_and_a_salt_that_is_not_the_committed_one(tmp_path):
+    import json
+    import subprocess
+
+    from measure.studies.routed import study
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    models, sealed = tmp_path / "models", tmp_path / "sealed"
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "t")
+    study.commit_to(SALT, models)
+    rows = models / "blind-scores" / "seed-00" / "patching_per_pair.jsonl"
+    rows.parent.mkdir(parents=True)
+    rows.write_text('{"a": 1}\n')
+    (models / "blind-scores.json").write_text(json.dumps(study.score_digests(models / "blind-scores")))
+    drawn = keys.draw(0, SALT, 4, 4)
+    (models / "seed-00").mkdir()
+    (models / "seed-00" / "training.json").write_text(json.dumps({"keyed": "politeness", "settings": {}}))
+    sealed.mkdir()
+    (sealed / "seed-00.json").write_text(json.dumps({"keys": drawn, "validation": {"valid": True}}))
+
+    def attempt(salt=SALT):
+        return study.unblind(salt, models, sealed, root=tmp_path, seeds=[0])
+
+    with pytest.raises(MeasureError, match="blind-scores.json: not committed as it is"):
+        attempt()
+    git("add", "models")
+    git("commit", "-qm", "scores")
+    record = attempt()
+    assert record["organisms"]["seed-00"]["key"] == drawn["politeness"]
+    assert len(record["organisms"]["seed-00"]["decoys"]) == 10 and record["salt"] == SALT.hex()
+    with pytest.raises(MeasureError, match="its sha256 is not the committed"):
+        attempt(hashlib.sha256(b"another").digest())
+    rows.write_text('{"a": 2}\n')   # a score changed after it was fixed
+    with pytest.raises(MeasureError, match="the scores differ from blind-scores.json"):
+        attempt()

@@ -144,24 +144,27 @@ def score_digests(scores: Path = SCORES) -> dict:
             for folder in sorted(scores.iterdir()) if folder.is_dir() and folder.name.startswith("seed-")}
 
 
-def _git(*args: str) -> str:
+def _git(*args: str, root: Path = ROOT) -> str:
     import subprocess
-    done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
     if done.returncode:
         raise MeasureError(f"git {' '.join(args)}: {done.stderr.strip() or 'failed'}")
     return done.stdout.strip()
 
 
-def _committed_unchanged(path: Path) -> str:
+def _committed_unchanged(path: Path, root: Path = ROOT) -> str:
     """The last commit that changed `path`; an error if it is untracked or differs from HEAD."""
-    rel = str(path.relative_to(ROOT))
-    last = _git("log", "-1", "--format=%H", "--", rel)
-    if not last or _git("status", "--porcelain", "--", rel):
+    rel = str(path.relative_to(root))
+    try:
+        last = _git("log", "-1", "--format=%H", "--", rel, root=root)
+    except MeasureError:   # a history without commits
+        last = ""
+    if not last or _git("status", "--porcelain", "--", rel, root=root):
         raise MeasureError(f"{path}: not committed as it is; commit it before unblinding")
     return last
 
 
-def unblind(salt: bytes, models: Path = MODELS, sealed: Path = SEALED) -> dict:
+def unblind(salt: bytes, models: Path = MODELS, sealed: Path = SEALED, root: Path = ROOT, seeds=SEEDS) -> dict:
     """The unblinding record (see the module's docstring), after every check."""
     from measure.studies.routed import keys as keymod
     from measure.studies.routed import train
@@ -172,10 +175,10 @@ def unblind(salt: bytes, models: Path = MODELS, sealed: Path = SEALED) -> dict:
     digests = read_json(models / "blind-scores.json", "routed blind scores")
     if digests != score_digests(models / "blind-scores"):
         raise MeasureError(f"{models / 'blind-scores'}: the scores differ from blind-scores.json; rerun measure")
-    scored_at = _committed_unchanged(models / "blind-scores.json")
-    _committed_unchanged(models / "commitment.json")
+    scored_at = _committed_unchanged(models / "blind-scores.json", root)
+    _committed_unchanged(models / "commitment.json", root)
     organisms = {}
-    for seed in SEEDS:
+    for seed in seeds:
         name = f"seed-{seed:02d}"
         if name not in digests:
             raise MeasureError(f"{models / 'blind-scores.json'}: {name} was not scored; run train and measure for every seed")
@@ -189,7 +192,7 @@ def unblind(salt: bytes, models: Path = MODELS, sealed: Path = SEALED) -> dict:
         organisms[name] = {"keyed": public["keyed"], "key": key, "valid": report["validation"]["valid"],
                            "decoys": keymod.decoys(seed, salt, s["num_hidden_layers"], s["num_attention_heads"], key),
                            "validation": report["validation"]}
-    return {"salt": salt.hex(), "unblinded_at": _git("rev-parse", "HEAD"), "scores_fixed_at": scored_at,
+    return {"salt": salt.hex(), "unblinded_at": _git("rev-parse", "HEAD", root=root), "scores_fixed_at": scored_at,
             "organisms": organisms}
 
 
