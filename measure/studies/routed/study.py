@@ -113,7 +113,6 @@ def study_pairs(seed: int, rule: str) -> list[dict]:
 
 def measure_seed(seed: int, models: Path = MODELS, scores: Path = SCORES, progress: bool = False) -> Path:
     """Score organism `seed`'s components on its study twins with the runner; its bundle folder."""
-    from bundle_kit import contract
     from measure.runner.config import StudyConfig
     from measure.runner.jsonio import jsonl_text, read_jsonl
     from measure.runner.run import run_study
