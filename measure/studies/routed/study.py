@@ -202,6 +202,9 @@ def recovery(models: Path = MODELS, scores: Path = SCORES) -> dict:
     from bundle_kit import hiddenkeys, rankstats
 
     record = read_json(models / "unblinded.json", "routed unblinding record")
+    if not scores.is_dir() or score_digests(scores) != read_json(models / "blind-scores.json", "routed blind scores"):
+        raise MeasureError(f"{scores}: missing or not the scores {models / 'blind-scores.json'} fixed; "
+                           "run `python -m measure.studies.routed.study measure` to remake them")
     rows = {}
     for name in record["organisms"]:
         folder = scores / name
