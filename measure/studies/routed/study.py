@@ -35,6 +35,7 @@ from safe_io import write_atomic
 
 from measure.errors import MeasureError
 from measure.runner.jsonio import json_text, read_json
+from measure.studies.routed.keys import NULL_RULE
 
 ROOT = Path(__file__).resolve().parents[3]
 SEALED = ROOT / "sealed" / "routed"
@@ -43,6 +44,16 @@ SCORES = MODELS / "blind-scores"
 SEEDS = range(20)
 STUDY_TWINS = 48
 DESIGN = "docs/routed.md, the sixth design; registrations/routed-gap.yaml and routed-null.yaml"
+
+
+def organism_name(seed: int) -> str:
+    """The folder (and record key) of organism `seed`: `seed-NN`."""
+    return f"seed-{seed:02d}"
+
+
+def dimension(seed: int, rule: str) -> str:
+    """The dimension of organism `seed`'s twins of `rule` (or of the null rule): `sNN-<rule>`."""
+    return f"s{seed:02d}-{rule}"
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -78,10 +89,11 @@ def train_seed(seed: int, salt: bytes, models: Path = MODELS, sealed: Path = SEA
     renamed when complete) and seal its key; the public report."""
     from measure.studies.routed import train
 
-    final = models / f"seed-{seed:02d}"
+    name = organism_name(seed)
+    final = models / name
     if final.exists():
         raise MeasureError(f"{final}: exists; a trained seed is never overwritten (remove it by hand to retrain)")
-    partial = models / f".seed-{seed:02d}.partial"
+    partial = models / f".{name}.partial"
     shutil.rmtree(partial, ignore_errors=True)   # ours: only this module makes a .partial folder
     report = train.build(partial, seed, salt, progress=progress)
     rule = report["keyed"]
@@ -91,7 +103,7 @@ def train_seed(seed: int, salt: bytes, models: Path = MODELS, sealed: Path = SEA
               "valid": report["validation"]["valid"],
               "clean_margin": report["validation"][rule]["clean_margin"],
               "weights_sha256": hashlib.sha256(weights).hexdigest()}
-    write_atomic(sealed / f"seed-{seed:02d}.json", json_text(report))
+    write_atomic(sealed / f"{name}.json", json_text(report))
     write_atomic(partial / "training.json", json_text(public))
     partial.rename(final)
     return public
@@ -104,9 +116,8 @@ def study_pairs(seed: int, rule: str) -> list[dict]:
 
     rows = []
     for pair in data.twins("study", seed, STUDY_TWINS, rules=(rule,)):
-        dimension = f"s{seed:02d}-{pair['dimension']}"
-        pair_id = f"s{seed:02d}-{pair['pair_id']}"
-        rows.append({"dimension": dimension, "pair_id": pair_id, "seed_id": pair_id,
+        pair_id = dimension(seed, pair["pair_id"])
+        rows.append({"dimension": dimension(seed, pair["dimension"]), "pair_id": pair_id, "seed_id": pair_id,
                      "prompt": pair["prompt"], "chosen": pair["chosen"], "rejected": pair["rejected"]})
     return rows
 
@@ -117,10 +128,10 @@ def measure_seed(seed: int, models: Path = MODELS, scores: Path = SCORES, progre
     from measure.runner.jsonio import jsonl_text, read_jsonl
     from measure.runner.run import run_study
 
-    folder = models / f"seed-{seed:02d}"
+    folder = models / organism_name(seed)
     public = read_json(folder / "training.json", "routed training report")
-    out = scores / f"seed-{seed:02d}"
-    pairs = out.parent / f".seed-{seed:02d}.pairs.jsonl"
+    out = scores / folder.name
+    pairs = out.parent / f".{folder.name}.pairs.jsonl"
     write_atomic(pairs, jsonl_text(study_pairs(seed, public["keyed"])))
     try:
         run_study(StudyConfig(model=str(folder), study=f"routed-s{seed:02d}", out=out, pairs_file=pairs,
@@ -178,7 +189,7 @@ def unblind(salt: bytes, models: Path = MODELS, sealed: Path = SEALED, root: Pat
     _committed_unchanged(models / "commitment.json", root)
     organisms = {}
     for seed in seeds:
-        name = f"seed-{seed:02d}"
+        name = organism_name(seed)
         if name not in digests:
             raise MeasureError(f"{models / 'blind-scores.json'}: {name} was not scored; run train and measure for every seed")
         public = read_json(models / name / "training.json", "routed training report")
@@ -205,6 +216,7 @@ def recovery(models: Path = MODELS, scores: Path = SCORES) -> dict:
     if not scores.is_dir() or score_digests(scores) != read_json(models / "blind-scores.json", "routed blind scores"):
         raise MeasureError(f"{scores}: missing or not the scores {models / 'blind-scores.json'} fixed; "
                            "run `python -m measure.studies.routed.study measure` to remake them")
+    seeds = {name: int(name.removeprefix("seed-")) for name in record["organisms"]}
     rows = {}
     for name in record["organisms"]:
         folder = scores / name
@@ -215,7 +227,7 @@ def recovery(models: Path = MODELS, scores: Path = SCORES) -> dict:
     by_spec = {}
     for spec in hiddenkeys.specifications():
         by_spec[hiddenkeys.spec_name(spec)] = {
-            name: hiddenkeys.organism(*rows[name], f"s{int(name[5:]):02d}-{o['keyed']}", f"s{int(name[5:]):02d}-null",
+            name: hiddenkeys.organism(*rows[name], dimension(seeds[name], o["keyed"]), dimension(seeds[name], NULL_RULE),
                                       o["key"], o["decoys"], spec)
             for name, o in record["organisms"].items()}
     valid = {name: o["valid"] for name, o in record["organisms"].items()}
@@ -251,7 +263,7 @@ def _print_recovery(result: dict) -> None:
 
 
 def main(argv=None) -> int:
-    """Train the seeds the flags name (skipping those already trained); exit status."""
+    """Run the subcommand the arguments name; exit status (2 on an error, with its one line)."""
     from measure.studies.routed.keys import load_or_make_salt
 
     ap = argparse.ArgumentParser(prog="python -m measure.studies.routed.study",
@@ -288,7 +300,7 @@ def main(argv=None) -> int:
             return 0
         seeds = _seeds(args.seeds)
         for seed in seeds:
-            if (MODELS / f"seed-{seed:02d}" / "training.json").is_file():
+            if (MODELS / organism_name(seed) / "training.json").is_file():
                 print(f"seed {seed}: already trained, skipped")
                 continue
             public = train_seed(seed, salt)
