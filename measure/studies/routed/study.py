@@ -286,6 +286,9 @@ def main(argv=None) -> int:
                 print(f"seed {seed}: scored into {measure_seed(seed)}", flush=True)
             write_atomic(MODELS / "blind-scores.json", json_text(score_digests()))
             return 0
+        if args.command != "commit" and not (SEALED / "salt").is_file():   # only commit makes a salt
+            raise MeasureError(f"{SEALED / 'salt'}: missing; train and unblind use the salt `commit` made "
+                               "(after unblinding it is in models/routed/unblinded.json)")
         salt = load_or_make_salt(SEALED / "salt")
         record = commit_to(salt)
         if args.command == "commit":
