@@ -24,7 +24,8 @@ CORRECTIONS = "CORRECTIONS.md"
 
 REQUIRED_FILES = (README, ATTRIBUTION, GOLDEN, PATCHING)
 # Copied from bundle_kit/ into every zip at build time.
-KIT_FILES = ("contract.py", "keyrecovery.py", "localize.py", "rankstats.py", "record.py", "reproduce.py")
+KIT_FILES = ("contract.py", "hiddenkeys.py", "keyrecovery.py", "localize.py", "rankstats.py", "record.py",
+             "reproduce.py")
 
 # ---------------------------------------------------------------- rows
 ROW_HEAD = ("model", "dimension", "pair_id", "seed_id")

@@ -39,6 +39,10 @@ except ImportError:  # inside a bundle zip: beside rankstats.py
 
 METHODS = ("attribution", "patching")
 INTERVAL = {"resamples": 1000, "seed": 0, "level": 0.90}
+# A bundle's rows: one a (dimension, pair), every component's attribution and effect in each mode
+# as lists in `components` order (a contract row per component and mode would be 15 times larger).
+ROWS_FILE = "hiddenkeys_per_pair.jsonl"   # reproduce.py HIDDEN_KEYS_ROWS
+MODES = ("mean", "zero", "swap")
 
 
 def in_universe(component: str) -> bool:
@@ -87,6 +91,50 @@ def scores(attribution_rows, patching_rows, dimension: str, spec: dict = PRIMARY
     return out
 
 
+def wide_rows(attribution_rows, patching_rows) -> list[dict]:
+    """The bundle's rows (ROWS_FILE) from contract rows of the universe's components: one row a
+    (dimension, pair), sorted; every component needs an attribution and an effect in each mode."""
+    pairs: dict[tuple, dict] = {}
+    for r in attribution_rows:
+        if in_universe(r["component"]):
+            row = pairs.setdefault((r["dimension"], r["pair_id"]), {
+                "dimension": r["dimension"], "pair_id": r["pair_id"], "seed_id": r["seed_id"],
+                "clean_margin": r["margin"], "values": {}})
+            row["values"].setdefault(r["component"], {})["attribution"] = r["attribution"]
+    for r in patching_rows:
+        if in_universe(r["component"]) and r["mode"] in MODES:
+            row = pairs[(r["dimension"], r["pair_id"])]
+            if r["clean_margin"] != row["clean_margin"]:
+                raise ValueError(f"pair {r['pair_id']}: patching's clean margin {r['clean_margin']} is not attribution's {row['clean_margin']}")
+            row["values"][r["component"]][r["mode"]] = r["effect"]
+    out = []
+    for key in sorted(pairs):
+        row = pairs[key]
+        values = row.pop("values")
+        names = sorted(values)
+        for c in names:
+            missing = [f for f in ("attribution", *MODES) if f not in values[c]]
+            if missing:
+                raise ValueError(f"pair {row['pair_id']}, {c}: no {', '.join(missing)}")
+        out.append({**row, "components": names,
+                    **{f: [values[c][f] for c in names] for f in ("attribution", *MODES)}})
+    return out
+
+
+def long_rows(rows) -> tuple[list[dict], list[dict]]:
+    """(attribution rows, patching rows) with the fields `scores` reads, from ROWS_FILE's rows."""
+    attribution, patching = [], []
+    for row in rows:
+        head = {"dimension": row["dimension"], "pair_id": row["pair_id"], "seed_id": row["seed_id"]}
+        for k, c in enumerate(row["components"]):
+            attribution.append({**head, "component": c, "attribution": row["attribution"][k],
+                                "margin": row["clean_margin"]})
+            for mode in MODES:
+                patching.append({**head, "component": c, "mode": mode, "clean_margin": row["clean_margin"],
+                                 "effect": row[mode][k]})
+    return attribution, patching
+
+
 def recovery(method_scores: dict[str, dict[str, float]], key) -> dict[str, float]:
     """{method: AUC} of each method's scores against membership in `key`."""
     out = {}
@@ -101,13 +149,16 @@ def recovery(method_scores: dict[str, dict[str, float]], key) -> dict[str, float
 
 def organism(attribution_rows, patching_rows, keyed_dimension: str, null_dimension: str, key, decoys,
              spec: dict = PRIMARY) -> dict:
-    """One organism's recovery of its key and, on its null twins, of each decoy."""
-    real = recovery(scores(attribution_rows, patching_rows, keyed_dimension, spec), key)
+    """One organism's recovery of its key and, on its null twins, of each decoy; with every
+    component's two scores on each set of twins (so a bundle's check sees any changed row)."""
+    keyed_scores = scores(attribution_rows, patching_rows, keyed_dimension, spec)
+    real = recovery(keyed_scores, key)
     null_scores = scores(attribution_rows, patching_rows, null_dimension, spec)
     by_decoy = [recovery(null_scores, decoy) for decoy in decoys]
     null = {m: rankstats.mean(d[m] for d in by_decoy) for m in METHODS}
     return {**{m: real[m] for m in METHODS}, "gap": real["patching"] - real["attribution"],
-            "null": null, "key_on_null": recovery(null_scores, key)}
+            "null": null, "key_on_null": recovery(null_scores, key),
+            "scores": {"keyed": keyed_scores, "null": null_scores}}
 
 
 def summary(organisms: dict[str, dict], valid: dict[str, bool], interval: dict = INTERVAL) -> dict:
@@ -159,6 +210,87 @@ def spec_curve(by_spec: dict[str, dict[str, dict]], valid: dict[str, bool]) -> d
         side = first[k] > ref
         share[k] = sum(1 for r in rows if (r[k] > ref) == side and not math.isnan(r[k])) / len(rows)
     return {"specifications": len(rows), "share_agreeing": share, "rows": rows}
+
+
+def by_rule(organisms: dict[str, dict], valid: dict[str, bool], rules: dict[str, str],
+            interval: dict = INTERVAL) -> dict:
+    """Each method's recovery over all valid organisms and per keyed rule ({organism: rule}), each
+    with an interval resampling that set's organisms: {method: {value, ci, per_family,
+    ci_per_family}} (the shape of the site's key-recovery figure)."""
+    def point_and_ci(names: list[str], method: str) -> tuple[float, list[float]]:
+        rng = random.Random(interval["seed"])
+        draws = [rankstats.mean(organisms[rng.choice(names)][method] for _ in names) for _ in range(interval["resamples"])]
+        return (rankstats.mean(organisms[n][method] for n in names),
+                list(rankstats.percentile_interval(draws, interval["level"])))
+    kept = [n for n in sorted(organisms) if valid[n]]
+    out = {}
+    for method in METHODS:
+        value, ci = point_and_ci(kept, method)
+        per = {rule: point_and_ci([n for n in kept if rules[n] == rule], method)
+               for rule in sorted({rules[n] for n in kept})}
+        out[method] = {"value": value, "ci": ci, "per_family": {r: v for r, (v, _c) in per.items()},
+                       "ci_per_family": {r: c for r, (_v, c) in per.items()}}
+    return out
+
+
+def recompute(rows, key_doc: dict) -> dict:
+    """Everything the bundle publishes, from ROWS_FILE's rows and key.json ({"organisms": {name:
+    {keyed, keyed_dimension, null_dimension, key, decoys, valid}}}): the primary's blocks, the
+    specification curve, order_claimed, the per-rule breakdown and each organism's result."""
+    attribution, patching = long_rows(rows)
+    by_dimension: dict[str, tuple[list, list]] = {}
+    for r in attribution:
+        by_dimension.setdefault(r["dimension"], ([], []))[0].append(r)
+    for r in patching:
+        by_dimension.setdefault(r["dimension"], ([], []))[1].append(r)
+    organisms = key_doc["organisms"]
+    missing = sorted(d for o in organisms.values() for d in (o["keyed_dimension"], o["null_dimension"])
+                     if d not in by_dimension)
+    if missing:
+        raise ValueError(f"{ROWS_FILE} has no rows of dimension(s) {', '.join(missing)}")
+
+    def one(name: str, spec: dict) -> dict:
+        o = organisms[name]
+        keyed, null = by_dimension[o["keyed_dimension"]], by_dimension[o["null_dimension"]]
+        return organism(keyed[0] + null[0], keyed[1] + null[1], o["keyed_dimension"], o["null_dimension"],
+                        o["key"], o["decoys"], spec)
+    by_spec = {spec_name(spec): {name: one(name, spec) for name in organisms} for spec in specifications()}
+    valid = {name: bool(o["valid"]) for name, o in organisms.items()}
+    primary = by_spec[spec_name(PRIMARY)]
+    block = summary(primary, valid)
+    curve = spec_curve(by_spec, valid)
+    return {"summary": block, "curve": curve, "order_claimed": order_claimed(block, curve),
+            "by_rule": by_rule(primary, valid, {n: o["keyed"] for n, o in organisms.items()}),
+            "organisms": primary, "by_spec": by_spec}
+
+
+SPEC_LABELS = {"abs_mean": "signed", "mean_abs": "magnitude"}   # the site figure's names for the aggregations
+
+
+# The choices each headline depends on (the others leave its value unchanged, so its rows say "none").
+DEPENDS = {"attribution": ("floor", "attribution"), "patching": ("floor", "mode", "patch_score"),
+           "gap": tuple(GRID)}
+
+
+def spec_rows(curve: dict) -> list[dict]:
+    """The specification curve as the site's figure reads it: one row a headline and distinct
+    specification of the choices it depends on (DEPENDS), each as often as in `curve`'s shares."""
+    out, seen = [], set()
+    reference = {"attribution": 0.5, "patching": 0.5, "gap": 0.0}
+    for row in curve["rows"]:
+        spec = dict(part.split("=", 1) for part in row["spec"].split("/"))
+        for headline in ("gap", "attribution", "patching"):
+            chosen = {k: (spec[k] if k in DEPENDS[headline] else "none") for k in GRID}
+            ident = (headline, *chosen.values())
+            if ident in seen:
+                continue
+            seen.add(ident)
+            value = row[headline]
+            out.append({"headline": headline, "floor": float(spec["floor"]), "key": "trained",
+                        "aggregation": SPEC_LABELS.get(chosen["attribution"], "none"), "metric": "auc",
+                        "mode": chosen["mode"], "patch_score": chosen["patch_score"], "primary": row["primary"],
+                        "value": value, "reference": reference[headline], "holds": value > reference[headline]})
+    return out
 
 
 def order_claimed(summary_block: dict, curve: dict) -> bool:

@@ -316,31 +316,3 @@ def relation(files: dict, out: dict, objectives: list[str]) -> dict:
         res["smallest_set_jaccard"] = jaccard(out["where"][a]["smallest_set"], out["where"][b]["smallest_set"])
         res["both_learned"] = int(out["test"][a]["rejected"] == 1 and out["test"][b]["rejected"] == 1)
     return res
-
-
-def compare(published, recomputed, path: tuple = ()) -> list[tuple[float, str]]:
-    """(disagreement, key path) for every leaf of `recomputed` against `published` (a number's
-    absolute difference; 0 or inf for other values); a key `published` lacks counts as inf."""
-    if isinstance(recomputed, dict):
-        if not isinstance(published, dict):
-            return [(math.inf, "/".join(path))]
-        out = []
-        for key, value in recomputed.items():
-            out += compare(published.get(key, _MISSING), value, path + (str(key),))
-        return out
-    label = "/".join(path)
-    if published is _MISSING:
-        return [(math.inf, label)]
-    if isinstance(recomputed, list) and any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in recomputed):
-        if not isinstance(published, list) or len(published) != len(recomputed):
-            return [(math.inf, label)]
-        return [d for i, v in enumerate(recomputed) for d in compare(published[i], v, path + (str(i),))]
-    if isinstance(recomputed, float) and math.isnan(recomputed):
-        return [(0.0 if published is None else math.inf, label)]
-    if isinstance(recomputed, (int, float)) and not isinstance(recomputed, bool):
-        ok = isinstance(published, (int, float)) and not isinstance(published, bool)
-        return [(abs(recomputed - published) if ok else math.inf, label)]
-    return [(0.0 if recomputed == published else math.inf, label)]
-
-
-_MISSING = object()

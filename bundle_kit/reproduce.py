@@ -313,6 +313,9 @@ def check(folder: str) -> tuple[list[str], bool]:
     if isinstance(golden.data.get("key_recovery"), dict) and "methods" in golden.data["key_recovery"]:
         more, more_ok = _key_recovery(folder, golden, attribution, patching, tolerance)
         lines, ok = lines + [""] + more, ok and more_ok
+    if os.path.isfile(os.path.join(folder, HIDDEN_KEYS_ROWS)):
+        more, more_ok = _hidden_keys(folder, golden, tolerance)
+        lines, ok = lines + [""] + more, ok and more_ok
     if isinstance(golden.data.get("where"), dict) and isinstance(golden.data.get("null"), dict):
         more, more_ok = _localization(folder, golden, tolerance)
         lines, ok = lines + [""] + more, ok and more_ok
@@ -345,7 +348,7 @@ def _localization(folder: str, golden: Golden, tolerance: float):
         raise FixtureError(GOLDEN, None, f"the localization files do not fit together ({type(exc).__name__}: {exc})") from None
     comparisons = []
     for section in LOCALIZATION:
-        comparisons += localize.compare(golden.data.get(section), recomputed[section], (section,))
+        comparisons += rankstats.compare(golden.data.get(section), recomputed[section], (section,))
     worst = max(comparisons)
     lines = [f"localization: {len(comparisons)} values recomputed from the rows (localize.py)",
              f"  per objective: k80 " + ", ".join(f"{o} {w['k80']}" for o, w in recomputed["where"].items()),
@@ -354,6 +357,60 @@ def _localization(folder: str, golden: Golden, tolerance: float):
         if not diff <= tolerance:
             lines.append(f"{golden.where(*label.split('/'))}: {label} disagrees by {_amount(diff)}")
     return lines, all(diff <= tolerance for diff, _label in comparisons)
+
+
+HIDDEN_KEYS_ROWS = "hiddenkeys_per_pair.jsonl"   # hiddenkeys.ROWS_FILE, named here so a zip without it needs no hiddenkeys.py
+HIDDEN_KEYS = ("key_recovery", "null", "validity", "spec_curve", "by_method", "organisms", "order_claimed")
+SPEC_CURVE = "spec_curve.jsonl"
+
+
+def _hidden_keys(folder: str, golden: Golden, tolerance: float):
+    """Keys made by training and revealed after scoring (hiddenkeys.py): every published value
+    and every specification row, recomputed from the per-pair rows and key.json."""
+    try:
+        import hiddenkeys  # noqa: E402  (ships beside this file)
+    except ImportError:
+        raise FixtureError("hiddenkeys.py", None, "missing; it ships beside reproduce.py in the bundle zip") from None
+    try:
+        with open(os.path.join(folder, contract.KEY), encoding="utf-8") as handle:
+            key = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise FixtureError(contract.KEY, None, f"cannot read the keys ({exc})") from None
+    rows = rankstats.read_jsonl(os.path.join(folder, HIDDEN_KEYS_ROWS))
+    try:
+        result = hiddenkeys.recompute(rows, key)
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise FixtureError(HIDDEN_KEYS_ROWS, None, f"the rows and {contract.KEY} do not fit together ({type(exc).__name__}: {exc})") from None
+    curve = result["curve"]
+    recomputed = {**result["summary"], "order_claimed": int(result["order_claimed"]), "by_method": result["by_rule"],
+                  "spec_curve": {h: {"share": curve["share_agreeing"][h], "specifications": curve["specifications"]}
+                                 for h in curve["share_agreeing"]},
+                  "organisms": {n: {"valid": key["organisms"][n]["valid"], **o} for n, o in result["organisms"].items()}}
+    comparisons = []
+    for section in HIDDEN_KEYS:
+        comparisons += rankstats.compare(golden.data.get(section), recomputed[section], (section,))
+    published = rankstats.read_jsonl(os.path.join(folder, SPEC_CURVE))
+    mine = hiddenkeys.spec_rows(curve)
+    spec_ok = len(published) == len(mine)
+    for k, (theirs, ours) in enumerate(zip(published, mine), start=1):
+        for diff, label in rankstats.compare(theirs, ours):
+            comparisons.append((diff, f"{SPEC_CURVE}:{k} {label}"))
+    worst = max(comparisons)
+    kr = result["summary"]["key_recovery"]
+    lines = [f"hidden keys: {len(comparisons)} values recomputed from {HIDDEN_KEYS_ROWS} and {contract.KEY} (hiddenkeys.py)",
+             f"  valid organisms {kr['valid']} of {kr['organisms']}; key recovery attribution {kr['attribution']['value']:.3f}, "
+             f"patching {kr['patching']['value']:.3f}, gap {kr['gap']['value']:+.3f} "
+             f"[{kr['gap']['interval'][0]:+.3f}, {kr['gap']['interval'][1]:+.3f}]; order claimed: "
+             f"{'yes' if result['order_claimed'] else 'no'}",
+             f"  {SPEC_CURVE}: {len(published)} rows, {len(mine)} recomputed",
+             f"  largest disagreement {_amount(worst[0])} ({worst[1]})"]
+    for diff, label in comparisons:
+        if not diff <= tolerance:
+            where = label if label.startswith(SPEC_CURVE) else golden.where(*label.split("/"))
+            lines.append(f"{where}: {label} disagrees by {_amount(diff)}")
+    if not spec_ok:
+        lines.append(f"{SPEC_CURVE}: {len(published)} rows, but the curve has {len(mine)}")
+    return lines, spec_ok and all(diff <= tolerance for diff, _label in comparisons)
 
 
 def _key_recovery(folder: str, golden: Golden, attribution: list, patching: list, tolerance: float):

@@ -222,7 +222,7 @@ def golden(study: str, model_id: str, identity: dict, files: dict[str, list[dict
         "per_dimension_n": per_dim,
     }
     by_mode = {}
-    for mode in MODES:
+    for mode in [m for m in MODES if any(r["mode"] == m for r in patch)]:   # a bundle may keep fewer modes
         mode_rhos = rankstats.dimension_rhos(_scores(attr, patch, mode, patch_score))
         by_mode[mode] = {"mean_rho": _nan_to_none(rankstats.mean(mode_rhos.values())),
                          "per_dimension_rho": {d: _nan_to_none(v) for d, v in mode_rhos.items()}}
@@ -239,7 +239,7 @@ def golden(study: str, model_id: str, identity: dict, files: dict[str, list[dict
     out["clean_accuracy"] = {
         d: sum(1 for (dd, _p), m in margins.items() if dd == d and m > 0) / per_dim[d]["n"]
         for d in per_dim}
-    out["crystallization"] = crystallization(files["lens"])
+    out["crystallization"] = crystallization(files["lens"]) if files["lens"] else None   # a bundle without lens rows
     out["key_recovery"] = (key_recovery(attr + files["attribution_heads"],
                                         patch + files["patching_heads"], key, patch_score=patch_score)
                            if key is not None else None)

@@ -4,6 +4,8 @@ nothing to find; and the key validation's arithmetic."""
 from __future__ import annotations
 
 import hashlib
+import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,7 +13,7 @@ import torch
 from measure.errors import MeasureError
 from measure.studies.organism import data as od
 from measure.studies.organism import train as organism
-from measure.studies.routed import data, keys, train
+from measure.studies.routed import data, keys, study, train
 
 SALT = hashlib.sha256(b"a test salt").digest()
 
@@ -204,3 +206,48 @@ def test_unblinding_refuses_uncommitted_or_changed_scores_and_a_salt_that_is_not
     rows.write_text('{"a": 2}\n')   # a score changed after it was fixed
     with pytest.raises(MeasureError, match="the scores differ from blind-scores.json"):
         attempt()
+
+
+BUNDLE = Path(__file__).resolve().parents[2] / "bundles" / "routed"
+
+
+def test_the_committed_bundle_holds_the_rows_todays_runner_gives_seed_16(tmp_path):
+    """Seed 16, where attribution missed a member: rescored from its committed weights, its rows are
+    the bundle's (the other seeds rerun with `... study measure`, checked against the digest)."""
+    from measure.runner.jsonio import jsonl_text
+    from measure.studies.routed import bundle
+
+    study.measure_seed(16, scores=tmp_path)
+    committed = [line for line in (BUNDLE / "hiddenkeys_per_pair.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+                 if line.startswith('{"dimension": "s16-')]
+    assert jsonl_text(bundle.wide_rows(["seed-16"], tmp_path)) == "".join(committed)
+
+
+def test_the_committed_keys_are_the_unblinding_record_s():
+    from measure.studies.routed import bundle
+
+    record = json.loads((study.MODELS / "unblinded.json").read_text(encoding="utf-8"))
+    assert json.loads((BUNDLE / "key.json").read_text(encoding="utf-8")) == json.loads(json.dumps(bundle.key_doc(record)))
+
+
+def test_a_changed_effect_in_the_committed_bundle_fails_its_check_naming_the_organism(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    from bundle_kit import contract
+
+    folder = tmp_path / "routed"
+    shutil.copytree(BUNDLE, folder)
+    for name in contract.KIT_FILES:
+        shutil.copy(BUNDLE.parents[1] / "bundle_kit" / name, folder / name)
+    rows = (folder / "hiddenkeys_per_pair.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    k = next(i for i, line in enumerate(rows) if line.startswith('{"dimension": "s16-politeness"'))
+    row = json.loads(rows[k])
+    member = row["components"].index("mlp_L1")
+    row["mean"][member] *= 3   # one pair's effect of a key member, tripled
+    rows[k] = json.dumps(row) + "\n"
+    (folder / "hiddenkeys_per_pair.jsonl").write_text("".join(rows), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-I", "reproduce.py"], cwd=folder, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "organisms/seed-16/scores/keyed/patching/mlp_L1 disagrees" in done.stdout   # its score, not only ranks

@@ -97,3 +97,47 @@ def test_an_order_needs_an_interval_clear_of_zero_and_nine_specifications_in_ten
     assert hiddenkeys.order_claimed(block, curve)
     by_spec["s0"] = by_spec["against"]
     assert not hiddenkeys.order_claimed(block, hiddenkeys.spec_curve(by_spec, valid))   # 0.8 of specifications
+
+
+def _three_modes(a, p):
+    """Contract rows in all three modes (the bundle's rows need each)."""
+    mean = [r for r in p if r["mode"] == "mean"]
+    return a, mean + [dict(r, mode="zero", effect=r["effect"] * 2) for r in mean] + \
+        [dict(r, mode="swap", effect=-r["effect"]) for r in mean]
+
+
+def test_the_bundle_rows_hold_every_component_and_mode_and_give_back_the_same_scores():
+    a, p = _three_modes(*rows("d", {"mlp_L1": -1.5, "head_L0_H0": 0.5}, {"mlp_L1": -1.0, "head_L1_H1": 0.4}))
+    wide = hiddenkeys.wide_rows(a, p)
+    assert len(wide) == 3 and wide[0]["components"] == sorted(COMPONENTS)   # attn_L0 is not in the universe
+    back_a, back_p = hiddenkeys.long_rows(wide)
+    for spec in hiddenkeys.specifications():
+        assert hiddenkeys.scores(back_a, back_p, "d", spec) == hiddenkeys.scores(a, p, "d", spec)
+    with pytest.raises(ValueError, match="mlp_L1: no swap"):
+        hiddenkeys.wide_rows(a, [r for r in p if not (r["mode"] == "swap" and r["component"] == "mlp_L1")])
+    with pytest.raises(ValueError, match="clean margin"):
+        hiddenkeys.wide_rows(a, [dict(r, clean_margin=3.0) if r["mode"] == "zero" else r for r in p])
+
+
+def test_recompute_from_rows_and_keys_gives_the_summary_the_curve_and_each_rule():
+    key_doc = {"organisms": {}}
+    a_all, p_all = [], []
+    for k, (rule, member) in enumerate([("politeness", "head_L0_H0"), ("hazard", "head_L1_H0"), ("hazard", "mlp_L0")]):
+        a, p = _three_modes(*rows(f"s{k:02d}-{rule}", {member: 2.0}, {member: 1.5}))
+        na, np_ = _three_modes(*rows(f"s{k:02d}-null", {}, {"head_L0_H1": 0.1}, margin=0.01))
+        a_all += a + na
+        p_all += p + np_
+        key_doc["organisms"][f"seed-{k:02d}"] = {
+            "keyed": rule, "keyed_dimension": f"s{k:02d}-{rule}", "null_dimension": f"s{k:02d}-null",
+            "key": [member, "mlp_L1"], "decoys": [["head_L0_H1", "mlp_L1"]], "valid": k != 2}
+    result = hiddenkeys.recompute(hiddenkeys.wide_rows(a_all, p_all), key_doc)
+    assert result["summary"]["key_recovery"]["valid"] == 2 and result["curve"]["specifications"] == 36
+    by_rule = result["by_rule"]["patching"]
+    assert set(by_rule["per_family"]) == {"politeness", "hazard"}   # the void organism's rule has no valid one
+    assert by_rule["value"] == pytest.approx(result["summary"]["key_recovery"]["patching"]["value"])
+    spec = hiddenkeys.spec_rows(result["curve"])
+    counts = {h: sum(1 for r in spec if r["headline"] == h) for h in ("gap", "attribution", "patching")}
+    assert counts == {"gap": 36, "attribution": 6, "patching": 18}   # only the choices each depends on
+    assert [r["primary"] for r in spec if r["headline"] == "attribution"].count(True) == 1
+    with pytest.raises(ValueError, match="no rows of dimension"):
+        hiddenkeys.recompute(hiddenkeys.wide_rows(a_all, p_all)[:3], key_doc)

@@ -207,35 +207,15 @@ def unblind(salt: bytes, models: Path = MODELS, sealed: Path = SEALED, root: Pat
 
 
 def recovery(models: Path = MODELS, scores: Path = SCORES) -> dict:
-    """Key recovery at every specification (bundle_kit/hiddenkeys.py) from the blind scores and
-    the unblinding record: {"summary": the primary's blocks, "curve": the specification curve,
-    "organisms": {organism: primary result}, "order_claimed": bool}."""
-    from bundle_kit import hiddenkeys, rankstats
+    """Key recovery at every specification (bundle_kit/hiddenkeys.py `recompute`) from the blind
+    scores and the unblinding record: the primary's blocks ("summary"), the specification curve
+    ("curve"), each organism's primary result ("organisms"), "order_claimed" and "by_rule"."""
+    from bundle_kit import hiddenkeys
+    from measure.studies.routed import bundle
 
-    record = read_json(models / "unblinded.json", "routed unblinding record")
-    if not scores.is_dir() or score_digests(scores) != read_json(models / "blind-scores.json", "routed blind scores"):
-        raise MeasureError(f"{scores}: missing or not the scores {models / 'blind-scores.json'} fixed; "
-                           "run `python -m measure.studies.routed.study measure` to remake them")
-    seeds = {name: int(name.removeprefix("seed-")) for name in record["organisms"]}
-    rows = {}
-    for name in record["organisms"]:
-        folder = scores / name
-        rows[name] = (rankstats.read_jsonl(folder / "attribution_per_pair.jsonl")
-                      + rankstats.read_jsonl(folder / "heads_attribution_per_pair.jsonl"),
-                      rankstats.read_jsonl(folder / "patching_per_pair.jsonl")
-                      + rankstats.read_jsonl(folder / "heads_patching_per_pair.jsonl"))
-    by_spec = {}
-    for spec in hiddenkeys.specifications():
-        by_spec[hiddenkeys.spec_name(spec)] = {
-            name: hiddenkeys.organism(*rows[name], dimension(seeds[name], o["keyed"]), dimension(seeds[name], NULL_RULE),
-                                      o["key"], o["decoys"], spec)
-            for name, o in record["organisms"].items()}
-    valid = {name: o["valid"] for name, o in record["organisms"].items()}
-    primary = by_spec[hiddenkeys.spec_name(hiddenkeys.PRIMARY)]
-    summary = hiddenkeys.summary(primary, valid)
-    curve = hiddenkeys.spec_curve(by_spec, valid)
-    return {"summary": summary, "curve": curve, "organisms": primary,
-            "order_claimed": hiddenkeys.order_claimed(summary, curve)}
+    key = bundle.key_doc(read_json(models / "unblinded.json", "routed unblinding record"))
+    bundle.check_scores(scores, models)
+    return hiddenkeys.recompute(bundle.wide_rows(key["organisms"], scores), key)
 
 
 def _seeds(text: str) -> list[int]:
@@ -276,10 +256,16 @@ def main(argv=None) -> int:
     me.add_argument("--seeds", default=f"{SEEDS.start}-{SEEDS.stop - 1}", help="e.g. 0-19 or 0,2,4-6")
     sub.add_parser("unblind", help="reveal the keys: write models/routed/unblinded.json (commit it as the log entry)")
     sub.add_parser("recovery", help="after unblinding: print key recovery, the null control and the specification curve")
+    sub.add_parser("bundle", help="after unblinding: write bundles/routed/ (docs/routed.md)")
     args = ap.parse_args(argv)
     try:
         if args.command == "recovery":
             _print_recovery(recovery())
+            return 0
+        if args.command == "bundle":
+            from measure.studies.routed import bundle
+            bundle.build()
+            print(f"wrote {bundle.OUT}")
             return 0
         if args.command == "measure":   # blind: neither the salt nor a sealed report is opened
             for seed in _seeds(args.seeds):
