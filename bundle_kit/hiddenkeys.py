@@ -188,7 +188,11 @@ def summary(organisms: dict[str, dict], valid: dict[str, bool], interval: dict =
     return {"key_recovery": {**recovered, "organisms": len(names), "valid": len(kept),
                              "interval_level": interval["level"], "resamples": interval["resamples"]},
             "null": {**null, "worst_distance": {"value": worst}, "key_on_null": on_null},
-            "validity": {"void_share": void_share, "failed": failed}}
+            "validity": {"void_share": void_share, "failed": failed},
+            # the key verification the site's calibrated rung asks for: every organism the
+            # headline counts passed the validation (by neither method); the void ones are listed
+            "key_check": {"organisms": len(names), "passed": len(kept), "all_pass": bool(kept),
+                          "void": [n for n in names if not valid[n]]}}
 
 
 def spec_curve(by_spec: dict[str, dict[str, dict]], valid: dict[str, bool]) -> dict:
@@ -262,6 +266,26 @@ def recompute(rows, key_doc: dict) -> dict:
     return {"summary": block, "curve": curve, "order_claimed": order_claimed(block, curve),
             "by_rule": by_rule(primary, valid, {n: o["keyed"] for n, o in organisms.items()}),
             "organisms": primary, "by_spec": by_spec}
+
+
+CONCLUSIONS = {"gap": "patching ahead", "attribution": "above chance", "patching": "above chance"}
+
+
+def golden_blocks(result: dict, key_doc: dict) -> dict:
+    """What a bundle's golden.json holds of `recompute`'s result: `key_recovery` (with the
+    specification curve's shares, the per-rule breakdown as `by_method` and `order_claimed`),
+    `null`, `validity`, `key_check`, and each organism's figures."""
+    curve = result["curve"]
+    summary_block = result["summary"]
+    return {
+        "key_recovery": {**summary_block["key_recovery"], "order_claimed": int(result["order_claimed"]),
+                         "robust_share": ROBUST_SHARE, "by_method": result["by_rule"],
+                         "spec_curve": {h: {"share": curve["share_agreeing"][h], "specifications": curve["specifications"],
+                                            "conclusion": CONCLUSIONS[h]} for h in CONCLUSIONS}},
+        **{k: summary_block[k] for k in ("null", "validity", "key_check")},
+        "organisms": {name: {"keyed": key_doc["organisms"][name]["keyed"], "valid": key_doc["organisms"][name]["valid"],
+                             **o} for name, o in result["organisms"].items()},
+    }
 
 
 SPEC_LABELS = {"abs_mean": "signed", "mean_abs": "magnitude"}   # the site figure's names for the aggregations

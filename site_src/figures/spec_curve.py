@@ -2,12 +2,12 @@
 
 `data.rows` is a JSONL of specification rows (a planted study's spec_curve.jsonl, written by
 bundle_kit/keyrecovery.py: headline, floor, key, aggregation, metric, mode, primary, value,
-reference, holds); `data.summary` a value reference to that headline's summary block
+reference, holds; a routed study's, by bundle_kit/hiddenkeys.py, adds patch_score); `data.summary` a value reference to that headline's summary block
 (golden.json#key_recovery/spec_curve/<headline>: conclusion, share, specifications). The
 headline drawn is the summary's last key. Top: the values sorted, one point per
 specification, filled where the conclusion holds and hollow where it does not, the primary
 specification ringed, and the reference (0 for a gap, chance for a method) as ticks. Beneath:
-which choice each specification made, one row per option of each choice.
+which choice each specification made, one row per option of each choice that varies.
 """
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ from .types import FigureError, FigureParts, Table
 
 WIDTH = 250   # narrow enough to shrink to a phone's column with its text readable (docs/figures.md)
 FIELDS = ("headline", "floor", "key", "aggregation", "metric", "mode", "primary", "value", "reference", "holds")
-CHOICES = ("floor", "key", "aggregation", "metric", "mode")
+CHOICES = ("floor", "key", "aggregation", "metric", "mode", "patch_score")   # patch_score: rows may lack it
 # how a choice is written beside its row of the grid (short: the drawing must fit a phone's column)
 CHOICE_NAMES = {"aggregation": {"site": "site scores", "magnitude": "mean |x|", "signed": "|mean x|"},
-                "metric": {"auc": "AUC", "precision_at_k": "precision@k"}}
+                "metric": {"auc": "AUC", "precision_at_k": "precision@k"},
+                "patch_score": {"ratio_of_means": "ratio of sums", "mean_ratio": "mean of ratios"}}
 HOLDS = {"gap": ("patching ahead", "attribution ahead or tied"),
          "attribution": ("above chance", "at or below chance"),
          "patching": ("above chance", "at or below chance")}
@@ -47,7 +48,7 @@ def build(spec: dict, ctx) -> FigureParts:
     mine = [r for r in rows if r["headline"] == headline]
     if not mine:
         raise FigureError(figure_id, f"{path.name} has no rows of headline {headline!r}")
-    axes = [a for a in CHOICES if not (a == "mode" and all(r["mode"] == "none" for r in mine))]
+    axes = [a for a in CHOICES if len({str(r.get(a, "none")) for r in mine}) > 1]   # a choice that varies
     mine.sort(key=lambda r: (r["value"] if r["value"] is not None else float("-inf"),
                              tuple(str(r[a]) for a in axes)))
     yes, no = HOLDS[headline]

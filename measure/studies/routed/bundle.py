@@ -31,6 +31,10 @@ OUT = ROOT / "bundles" / STUDY
 FILES = {"attribution": contract.ATTRIBUTION, "patching": contract.PATCHING,
          "attribution_heads": contract.HEADS_ATTRIBUTION, "patching_heads": contract.HEADS_PATCHING}
 SPEC_FILE = "spec_curve.jsonl"
+CONSTRUCTION = ("made by training: per organism, two components drawn at random from a salt committed as its sha256 "
+                "before training were the only parameters trained on the keyed rule (measure/studies/routed/train.py), "
+                "then validated by per-side resampling, neither scored method (necessity and sufficiency at least 0.9 "
+                "of the margin, leak under 0.1); an organism that failed is void and not counted")
 IDENTITY = ("weights_sha256", "data_sha256", "run_fingerprint")
 
 
@@ -46,7 +50,7 @@ def key_doc(record: dict) -> dict:
                            "valid": o["valid"],
                            "validation": {k: check[k] for k in ("clean_margin", "necessity", "sufficiency", "leak",
                                                                 "leak_component", "member_share", "n")}}
-    return {"salt": record["salt"], "unblinded_at": record["unblinded_at"],
+    return {"construction": CONSTRUCTION, "salt": record["salt"], "unblinded_at": record["unblinded_at"],
             "scores_fixed_at": record["scores_fixed_at"], "organisms": organisms}
 
 
@@ -96,17 +100,7 @@ def build(out=OUT) -> dict:
     identity = {"model": f"{len(identities)} routed organisms (models/routed/seed-NN)",
                 "data_sha256": hashlib.sha256(pairs_text.encode()).hexdigest(), "seed": 0, "dtype": "float32",
                 "device_type": "cpu", "objective": 0, "organisms": identities}
-    curve = result["curve"]
-    conclusions = {"gap": "patching ahead", "attribution": "above chance", "patching": "above chance"}
-    extra = {
-        **result["summary"],
-        "order_claimed": int(result["order_claimed"]),
-        "by_method": result["by_rule"],
-        "spec_curve": {h: {"share": curve["share_agreeing"][h], "specifications": curve["specifications"],
-                           "conclusion": conclusions[h]} for h in conclusions},
-        "organisms": {name: {"keyed": key["organisms"][name]["keyed"], "valid": key["organisms"][name]["valid"],
-                             **o} for name, o in result["organisms"].items()},
-    }
+    extra = hiddenkeys.golden_blocks(result, key)
     files = {**contract_rows, "attribution_heads": [], "patching_heads": [], "lens": []}
     summary = golden(STUDY, identity["model"], identity, files, None, contract.TOLERANCE, extra,
                      patch_score="ratio_of_means")
@@ -115,7 +109,7 @@ def build(out=OUT) -> dict:
     write_atomic(staged / contract.PATCHING, jsonl_text(contract_rows["patching"]))
     write_atomic(staged / hiddenkeys.ROWS_FILE, jsonl_text(wide))
     write_atomic(staged / contract.KEY, json_text(key))
-    write_atomic(staged / SPEC_FILE, jsonl_text(hiddenkeys.spec_rows(curve)))
+    write_atomic(staged / SPEC_FILE, jsonl_text(hiddenkeys.spec_rows(result["curve"])))
     write_atomic(staged / contract.PAIRS, pairs_text)
     write_atomic(staged / contract.GOLDEN, json_text(summary))
     write_atomic(staged / contract.README, bundle_readme(STUDY, summary, False, mode=mode) + README)
@@ -132,8 +126,8 @@ README = f"""
 Twenty small reward models (`models/routed/seed-NN/` in the repository), each trained so that one
 rule lives in two components drawn at random from a secret salt, committed as a hash before any
 analysis and revealed only after every score below was fixed (`key.json` names the commits).
-`reproduce.py` recomputes every value of `key_recovery`, `null`, `validity`, `spec_curve`,
-`by_method`, `organisms` and `order_claimed`, and every row of `{SPEC_FILE}`, from
+`reproduce.py` recomputes every value of `key_recovery`, `null`, `validity`, `key_check` and
+`organisms`, and every row of `{SPEC_FILE}`, from
 `{hiddenkeys.ROWS_FILE}` and `{contract.KEY}` alone.
 
 - `{hiddenkeys.ROWS_FILE}`: one row a pair (`dimension` `sNN-<rule>` or `sNN-null`): its
@@ -150,10 +144,12 @@ analysis and revealed only after every score below was fixed (`key.json` names t
   valid organisms, its `reference` (0 for the gap, chance 0.5 for a method) and whether it
   `holds` (above the reference).
 - golden.json `key_recovery`: each method's mean AUC over the valid organisms and the gap, with
-  90 % intervals resampling organisms; `null`: the decoys' mean AUC (all organisms),
-  `worst_distance` from 0.5, and `key_on_null` (the real key on the null twins, not registered);
-  `validity`: the void share and `failed`; `spec_curve`: per headline the share of
-  specifications on the primary's side; `order_claimed`: 1 only if the gap's interval excludes
-  zero and at least 0.9 of the specifications agree; `by_method`: each method per keyed rule
-  (described after unblinding, not registered); `organisms`: each organism's figures.
+  90 % intervals resampling organisms; in it `spec_curve` (per headline the share of
+  specifications on the primary's side), `order_claimed` (1 only if the gap's interval excludes
+  zero and at least `robust_share` of the specifications agree) and `by_method` (each method per
+  keyed rule, described after unblinding, not registered). `null`: the decoys' mean AUC (all
+  organisms), `worst_distance` from 0.5, and `key_on_null` (the real key on the null twins, not
+  registered); `validity`: the void share and `failed`; `key_check`: how many keys passed their
+  validation, and the void organisms; `organisms`: each organism's figures, with every
+  component's two scores on its keyed and null twins.
 """
