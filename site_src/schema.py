@@ -240,7 +240,8 @@ FIGURE_KINDS = {
                                COMPARISON,
                                {"methods": Field("a reference to {method: {value, ci, per_family, ci_per_family}} "
                                                  "(golden.json#key_recovery/by_method)", required=True)},
-                               {"chance": Field("where the dashed chance line sits (default 0.5)", kind="any")}),
+                               {"chance": Field("where the dashed chance line sits (default 0.5)", kind="any"),
+                                "groups": Field("what the series after the first are (default families)", kind="any")}),
     "spec_curve": FigureKind("one headline's value under every analysis choice, sorted, with the choices beneath",
                              None,
                              {"rows": _rows("specification rows (spec_curve.jsonl)"),

@@ -4,7 +4,8 @@
 (a planted study's golden.json#key_recovery/by_method, written by bundle_kit/keyrecovery.py).
 One row per method; in it, one point per series (every family together, then each family) with
 its interval as a line, each series its own colour and shape and named in the legend. A dashed
-rule marks chance (`options.chance`, default 0.5).
+rule marks chance (`options.chance`, default 0.5); `options.groups` names what the series are
+(default "families": the first series is then "all families").
 """
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ def build(spec: dict, ctx) -> FigureParts:
     figure_id = spec_id(spec)
     opts = options(spec)
     chance = opts.get("chance", 0.5)
+    groups = opts.get("groups", "families")
+    if not isinstance(groups, str) or not groups.strip():
+        raise FigureError(figure_id, f"option `groups` must be a word such as families, not {groups!r}")
+    every = ALL if groups == "families" else f"all {groups}"
     if not _number(chance):
         raise FigureError(figure_id, f"option `chance` must be a number, not {chance!r}")
     ref = spec_data(spec, "methods")
@@ -48,7 +53,7 @@ def build(spec: dict, ctx) -> FigureParts:
             raise FigureError(figure_id, f"{where} lacks a numeric `value`")
         low, high = _interval(figure_id, where + " ci", entry.get("ci"))
         label = LABELS.get(method, method)
-        rows.append({"method": label, "series": ALL, "value": float(entry["value"]), "low": low, "high": high})
+        rows.append({"method": label, "series": every, "value": float(entry["value"]), "low": low, "high": high})
         per, cis = entry.get("per_family") or {}, entry.get("ci_per_family") or {}
         for family in sorted(per):
             if not _number(per[family]):
@@ -57,7 +62,7 @@ def build(spec: dict, ctx) -> FigureParts:
             rows.append({"method": label, "series": family, "value": float(per[family]), "low": flow, "high": fhigh})
             if family not in families:
                 families.append(family)
-    series = [ALL] + families
+    series = [every] + families
     # the axis starts a step below chance or the lowest interval, whichever is lower
     low = max(0.0, min(min(r["low"] for r in rows), float(chance)) - 0.1)
     low = round(low * 10 // 1) / 10
@@ -89,8 +94,8 @@ def build(spec: dict, ctx) -> FigureParts:
 
     table = Table(["method", "series", "value", "interval low", "interval high"],
                   [[r["method"], r["series"], f'{r["value"]:.6f}', f'{r["low"]:.6f}', f'{r["high"]:.6f}'] for r in rows])
-    overall = "; ".join(f"{r['method']} {r['value']:.3f} ({r['low']:.3f} to {r['high']:.3f})" for r in rows if r["series"] == ALL)
-    alt_text = (f"Dot-and-interval chart of key recovery for {len(methods)} methods, over all families and for "
-                f"each of {len(families)} families ({', '.join(families)}); chance at {chance:g}. Overall: {overall}.")
+    overall = "; ".join(f"{r['method']} {r['value']:.3f} ({r['low']:.3f} to {r['high']:.3f})" for r in rows if r["series"] == every)
+    alt_text = (f"Dot-and-interval chart of key recovery for {len(methods)} methods, over all {groups} and for "
+                f"each of {len(families)} {groups} ({', '.join(families)}); chance at {chance:g}. Overall: {overall}.")
     return FigureParts(chart=chart, table=table, marks=len(rows), alt=alt_text, sources=[resolved],
                        datasets={"recovery": rows})
