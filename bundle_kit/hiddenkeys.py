@@ -317,6 +317,33 @@ def spec_rows(curve: dict) -> list[dict]:
     return out
 
 
+def equivalence(gaps: list[float], reference: list[float], bound: float, interval: dict = INTERVAL) -> dict:
+    """Two one-sided tests of whether the mean gap over `gaps` (one a valid organism of one study)
+    equals that over `reference` (another study's) within +/- `bound`: the difference of the
+    means, its interval (each study's organisms resampled with replacement, independently; the
+    two one-sided tests at level (1 - interval level) / 2 each), and the verdict: "transfers"
+    when the interval lies inside (-bound, bound), "fails" when it lies wholly outside that band
+    or the two means have opposite signs with neither interval holding zero, else "inconclusive"."""
+    if not gaps or not reference:
+        raise ValueError("equivalence needs at least one organism on each side")
+    rng = random.Random(interval["seed"])
+    draws = [rankstats.mean(rng.choice(gaps) for _ in gaps) - rankstats.mean(rng.choice(reference) for _ in reference)
+             for _ in range(interval["resamples"])]
+    lo, hi = rankstats.percentile_interval(draws, interval["level"])
+
+    def own(values: list[float]) -> tuple[float, float]:
+        r = random.Random(interval["seed"])
+        return rankstats.percentile_interval(
+            [rankstats.mean(r.choice(values) for _ in values) for _ in range(interval["resamples"])], interval["level"])
+    a, b = own(gaps), own(reference)
+    flipped = (a[0] > 0 and b[1] < 0) or (a[1] < 0 and b[0] > 0)
+    verdict = ("transfers" if -bound < lo and hi < bound else
+               "fails" if lo >= bound or hi <= -bound or flipped else "inconclusive")
+    return {"difference": rankstats.mean(gaps) - rankstats.mean(reference), "interval": [lo, hi],
+            "bound": bound, "verdict": verdict, "gap": rankstats.mean(gaps), "gap_interval": list(a),
+            "reference_gap": rankstats.mean(reference), "reference_interval": list(b)}
+
+
 def order_claimed(summary_block: dict, curve: dict) -> bool:
     """Whether an order between the methods may be stated: the primary gap's interval excludes
     zero and at least ROBUST_SHARE of the specifications agree on its sign."""

@@ -10,17 +10,21 @@ from __future__ import annotations
 import random
 
 
-def resampled_rewards(adapter, batch, source, patched: set, grad: bool = False):
+def resampled_rewards(adapter, batch, source, patched: set, grad: bool = False, start=None):
     """Rewards (B,) with the `patched` components' outputs taken from `source` (a clean run on
     inputs of the same shape, row by row) at every position; everything else live. `grad` keeps
-    the live path differentiable (training a routed organism to pass this very check)."""
+    the live path differentiable (training a routed organism to pass this very check). `start`
+    = (layer, stream entering it) begins the pass there (components below it cannot be patched;
+    the transfer study's checks patch only the top layers)."""
     import torch
 
     family = adapter.family
     ctx = family.context(batch.ids.shape[1], batch.lengths)
+    first, resid = start if start is not None else (0, None)
     with torch.enable_grad() if grad else torch.no_grad():
-        resid = family.embed(batch.ids)
-        for i in range(adapter.n_layers):
+        if resid is None:
+            resid = family.embed(batch.ids)
+        for i in range(first, adapter.n_layers):
             attn, heads = family.attn(i, resid, ctx)
             swap = [h for h in range(adapter.n_heads) if f"head_L{i}_H{h}" in patched]
             if swap:

@@ -19,23 +19,26 @@ NULL_RULE = "null"
 SALT_BYTES = 32
 
 
-def universe(n_layers: int, n_heads: int) -> list[str]:
-    """Every head and MLP: the components a key is drawn from and key recovery ranks."""
+def universe(n_layers: int, n_heads: int, first: int = 0) -> list[str]:
+    """Every head and MLP of layers `first` and up: the components a key is drawn from and key
+    recovery ranks."""
     out = []
-    for i in range(n_layers):
+    for i in range(first, n_layers):
         out += [f"head_L{i}_H{h}" for h in range(n_heads)] + [f"mlp_L{i}"]
     return out
 
 
-def draw(seed: int, salt: bytes, n_layers: int, n_heads: int, size: int = 2) -> dict[str, list[str]]:
-    """{rule: sorted component names} for RULES and the null rule, from (seed, salt) alone: one
-    head and `size` - 1 more heads or MLPs per rule (size 2 draws the keys it always drew)."""
-    rng = random.Random(hashlib.sha256(salt + f"routed/key/{seed}".encode()).digest())
-    free = universe(n_layers, n_heads)
-    if size < 1 or size * (len(RULES) + 1) > len(free):
-        raise MeasureError(f"keys of {size} components: {len(RULES) + 1} keys do not fit in {len(free)} components")
+def draw(seed: int, salt: bytes, n_layers: int, n_heads: int, size: int = 2, rules=(*RULES, NULL_RULE),
+         first: int = 0, tag: str = "routed") -> dict[str, list[str]]:
+    """{rule: sorted component names} for `rules` (RULES and the null rule), from (seed, salt) and
+    the study's `tag` alone: one head and `size` - 1 more heads or MLPs per rule, none shared, from
+    the components of layers `first` and up (size 2 draws the keys it always drew)."""
+    rng = random.Random(hashlib.sha256(salt + f"{tag}/key/{seed}".encode()).digest())
+    free = universe(n_layers, n_heads, first)
+    if size < 1 or size * len(rules) > len(free):
+        raise MeasureError(f"keys of {size} components: {len(rules)} keys do not fit in {len(free)} components")
     keys = {}
-    for rule in (*RULES, NULL_RULE):
+    for rule in rules:
         head = rng.choice([c for c in free if c.startswith("head_")])
         free.remove(head)
         members = [head]
@@ -48,12 +51,12 @@ def draw(seed: int, salt: bytes, n_layers: int, n_heads: int, size: int = 2) -> 
 
 
 def decoys(seed: int, salt: bytes, n_layers: int, n_heads: int, key: list[str], count: int = 10,
-           size: int = 2) -> list[list[str]]:
+           size: int = 2, first: int = 0, tag: str = "routed") -> list[list[str]]:
     """`count` decoy keys for organism `seed`'s null control (registrations/routed-null.yaml), each
-    made like a key (one head and `size` - 1 more heads or MLPs) from the components outside
-    `key`, drawn independently from (seed, salt)."""
-    rng = random.Random(hashlib.sha256(salt + f"routed/decoy/{seed}".encode()).digest())
-    free = [c for c in universe(n_layers, n_heads) if c not in key]
+    made like a key (one head and `size` - 1 more heads or MLPs) from the components of layers
+    `first` and up outside `key`, drawn independently from (seed, salt) under the study's `tag`."""
+    rng = random.Random(hashlib.sha256(salt + f"{tag}/decoy/{seed}".encode()).digest())
+    free = [c for c in universe(n_layers, n_heads, first) if c not in key]
     out = []
     for _ in range(count):
         head = rng.choice([c for c in free if c.startswith("head_")])
