@@ -56,11 +56,11 @@ PRIMARY = {"mode": "mean", "patch_score": "ratio_of_means", "attribution": "abs_
 ROBUST_SHARE = 0.9
 
 
-def specifications() -> list[dict]:
-    """Every combination of GRID's choices, the primary first."""
+def specifications(modes=MODES) -> list[dict]:
+    """Every combination of GRID's choices in the patching `modes` measured, the primary first."""
     import itertools
     grid = [dict(zip(GRID, values)) for values in itertools.product(*GRID.values())]
-    return [PRIMARY] + [spec for spec in grid if spec != PRIMARY]
+    return [PRIMARY] + [spec for spec in grid if spec != PRIMARY and spec["mode"] in modes]
 
 
 def spec_name(spec: dict) -> str:
@@ -91,9 +91,10 @@ def scores(attribution_rows, patching_rows, dimension: str, spec: dict = PRIMARY
     return out
 
 
-def wide_rows(attribution_rows, patching_rows) -> list[dict]:
+def wide_rows(attribution_rows, patching_rows, modes=MODES) -> list[dict]:
     """The bundle's rows (ROWS_FILE) from contract rows of the universe's components: one row a
-    (dimension, pair), sorted; every component needs an attribution and an effect in each mode."""
+    (dimension, pair), sorted; every component needs an attribution and an effect in each of
+    `modes` (the patching modes measured; the mean mode at least)."""
     pairs: dict[tuple, dict] = {}
     for r in attribution_rows:
         if in_universe(r["component"]):
@@ -102,7 +103,7 @@ def wide_rows(attribution_rows, patching_rows) -> list[dict]:
                 "clean_margin": r["margin"], "values": {}})
             row["values"].setdefault(r["component"], {})["attribution"] = r["attribution"]
     for r in patching_rows:
-        if in_universe(r["component"]) and r["mode"] in MODES:
+        if in_universe(r["component"]) and r["mode"] in modes:
             row = pairs[(r["dimension"], r["pair_id"])]
             if r["clean_margin"] != row["clean_margin"]:
                 raise ValueError(f"pair {r['pair_id']}: patching's clean margin {r['clean_margin']} is not attribution's {row['clean_margin']}")
@@ -113,12 +114,17 @@ def wide_rows(attribution_rows, patching_rows) -> list[dict]:
         values = row.pop("values")
         names = sorted(values)
         for c in names:
-            missing = [f for f in ("attribution", *MODES) if f not in values[c]]
+            missing = [f for f in ("attribution", *modes) if f not in values[c]]
             if missing:
                 raise ValueError(f"pair {row['pair_id']}, {c}: no {', '.join(missing)}")
         out.append({**row, "components": names,
-                    **{f: [values[c][f] for c in names] for f in ("attribution", *MODES)}})
+                    **{f: [values[c][f] for c in names] for f in ("attribution", *modes)}})
     return out
+
+
+def measured_modes(row: dict) -> tuple[str, ...]:
+    """The patching modes a ROWS_FILE row holds."""
+    return tuple(m for m in MODES if m in row)
 
 
 def long_rows(rows) -> tuple[list[dict], list[dict]]:
@@ -129,7 +135,7 @@ def long_rows(rows) -> tuple[list[dict], list[dict]]:
         for k, c in enumerate(row["components"]):
             attribution.append({**head, "component": c, "attribution": row["attribution"][k],
                                 "margin": row["clean_margin"]})
-            for mode in MODES:
+            for mode in measured_modes(row):
                 patching.append({**head, "component": c, "mode": mode, "clean_margin": row["clean_margin"],
                                  "effect": row[mode][k]})
     return attribution, patching
@@ -258,7 +264,8 @@ def recompute(rows, key_doc: dict) -> dict:
         keyed, null = by_dimension[o["keyed_dimension"]], by_dimension[o["null_dimension"]]
         return organism(keyed[0] + null[0], keyed[1] + null[1], o["keyed_dimension"], o["null_dimension"],
                         o["key"], o["decoys"], spec)
-    by_spec = {spec_name(spec): {name: one(name, spec) for name in organisms} for spec in specifications()}
+    modes = measured_modes(rows[0]) if rows else MODES
+    by_spec = {spec_name(spec): {name: one(name, spec) for name in organisms} for spec in specifications(modes)}
     valid = {name: bool(o["valid"]) for name, o in organisms.items()}
     primary = by_spec[spec_name(PRIMARY)]
     block = summary(primary, valid)
@@ -274,7 +281,8 @@ CONCLUSIONS = {"gap": "patching ahead", "attribution": "above chance", "patching
 def golden_blocks(result: dict, key_doc: dict) -> dict:
     """What a bundle's golden.json holds of `recompute`'s result: `key_recovery` (with the
     specification curve's shares, the per-rule breakdown as `by_method` and `order_claimed`),
-    `null`, `validity`, `key_check`, and each organism's figures."""
+    `null`, `validity`, `key_check`, each organism's figures, and `transfer` when key.json names a
+    reference study."""
     curve = result["curve"]
     summary_block = result["summary"]
     return {
@@ -285,7 +293,17 @@ def golden_blocks(result: dict, key_doc: dict) -> dict:
         **{k: summary_block[k] for k in ("null", "validity", "key_check")},
         "organisms": {name: {"keyed": key_doc["organisms"][name]["keyed"], "valid": key_doc["organisms"][name]["valid"],
                              **o} for name, o in result["organisms"].items()},
+        **({"transfer": transfer(result, key_doc)} if "reference" in key_doc else {}),
     }
+
+
+def transfer(result: dict, key_doc: dict) -> dict:
+    """The equivalence test of this study's valid organisms' gaps against the reference study's
+    (key.json `reference`: its gaps and the registered bound); `inside` is 1 when it transfers."""
+    gaps = [o["gap"] for name, o in sorted(result["organisms"].items()) if key_doc["organisms"][name]["valid"]]
+    ref = key_doc["reference"]
+    block = equivalence(gaps, ref["gaps"], ref["bound"])
+    return {**block, "inside": int(block["verdict"] == "transfers")}
 
 
 SPEC_LABELS = {"abs_mean": "signed", "mean_abs": "magnitude"}   # the site figure's names for the aggregations
@@ -323,7 +341,8 @@ def equivalence(gaps: list[float], reference: list[float], bound: float, interva
     means, its interval (each study's organisms resampled with replacement, independently; the
     two one-sided tests at level (1 - interval level) / 2 each), and the verdict: "transfers"
     when the interval lies inside (-bound, bound), "fails" when it lies wholly outside that band
-    or the two means have opposite signs with neither interval holding zero, else "inconclusive"."""
+    or the two means have opposite signs with neither interval holding zero (a flipped sign fails
+    even inside the band), else "inconclusive"."""
     if not gaps or not reference:
         raise ValueError("equivalence needs at least one organism on each side")
     rng = random.Random(interval["seed"])
@@ -337,8 +356,8 @@ def equivalence(gaps: list[float], reference: list[float], bound: float, interva
             [rankstats.mean(r.choice(values) for _ in values) for _ in range(interval["resamples"])], interval["level"])
     a, b = own(gaps), own(reference)
     flipped = (a[0] > 0 and b[1] < 0) or (a[1] < 0 and b[0] > 0)
-    verdict = ("transfers" if -bound < lo and hi < bound else
-               "fails" if lo >= bound or hi <= -bound or flipped else "inconclusive")
+    verdict = ("fails" if lo >= bound or hi <= -bound or flipped else
+               "transfers" if -bound < lo and hi < bound else "inconclusive")
     return {"difference": rankstats.mean(gaps) - rankstats.mean(reference), "interval": [lo, hi],
             "bound": bound, "verdict": verdict, "gap": rankstats.mean(gaps), "gap_interval": list(a),
             "reference_gap": rankstats.mean(reference), "reference_interval": list(b)}

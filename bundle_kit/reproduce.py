@@ -360,7 +360,6 @@ def _localization(folder: str, golden: Golden, tolerance: float):
 
 
 HIDDEN_KEYS_ROWS = "hiddenkeys_per_pair.jsonl"   # hiddenkeys.ROWS_FILE, named here so a zip without it needs no hiddenkeys.py
-HIDDEN_KEYS = ("key_recovery", "null", "validity", "key_check", "organisms")
 SPEC_CURVE = "spec_curve.jsonl"
 
 
@@ -384,8 +383,8 @@ def _hidden_keys(folder: str, golden: Golden, tolerance: float):
     curve = result["curve"]
     recomputed = hiddenkeys.golden_blocks(result, key)
     comparisons = []
-    for section in HIDDEN_KEYS:
-        comparisons += rankstats.compare(golden.data.get(section), recomputed[section], (section,))
+    for section, value in recomputed.items():
+        comparisons += rankstats.compare(golden.data.get(section), value, (section,))
     published = rankstats.read_jsonl(os.path.join(folder, SPEC_CURVE))
     mine = hiddenkeys.spec_rows(curve)
     spec_ok = len(published) == len(mine)

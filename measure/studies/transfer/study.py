@@ -17,7 +17,7 @@ and `... result`: the routed calibration carried to the real-preferences reward 
 - `unblind` checks the commitment and the digests are committed unchanged, then writes
   `models/transfer/unblinded.json` (the salt, every key, decoy and check); commit it as the log.
 - `result` prints key recovery on the real trunk and the equivalence test against the routed
-  organisms (bundle_kit/hiddenkeys.py).
+  organisms (bundle_kit/hiddenkeys.py); `bundle` writes `bundles/transfer/`.
 """
 from __future__ import annotations
 
@@ -193,6 +193,7 @@ def main(argv=None) -> int:
         sub.add_parser(name, help=text).add_argument("--seeds", default=f"{SEEDS.start}-{SEEDS.stop - 1}")
     sub.add_parser("unblind", help="reveal the keys: write models/transfer/unblinded.json (commit it as the log entry)")
     sub.add_parser("result", help="after unblinding: key recovery on the real trunk and the equivalence test")
+    sub.add_parser("bundle", help="after unblinding: write bundles/transfer/ (docs/transfer.md)")
     args = ap.parse_args(argv)
     try:
         seeds = parse_seeds(getattr(args, "seeds", "0"))
@@ -206,6 +207,11 @@ def main(argv=None) -> int:
         if args.command == "result":
             from measure.studies.transfer import result
             result.print_result(result.compute())
+            return 0
+        if args.command == "bundle":
+            from measure.studies.transfer import bundle
+            bundle.build()
+            print(f"wrote {bundle.OUT}")
             return 0
         if args.command != "commit" and not (SEALED / "salt").is_file():
             raise MeasureError(f"{SEALED / 'salt'}: missing; only `commit` makes the salt")
