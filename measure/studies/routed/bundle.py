@@ -104,20 +104,27 @@ def build(out=OUT) -> dict:
     files = {**contract_rows, "attribution_heads": [], "patching_heads": [], "lens": []}
     summary = golden(STUDY, identity["model"], identity, files, None, contract.TOLERANCE, extra,
                      patch_score="ratio_of_means")
-    staged = staging_dir(out)
-    write_atomic(staged / contract.ATTRIBUTION, jsonl_text(contract_rows["attribution"]))
-    write_atomic(staged / contract.PATCHING, jsonl_text(contract_rows["patching"]))
-    write_atomic(staged / hiddenkeys.ROWS_FILE, jsonl_text(wide))
-    write_atomic(staged / contract.KEY, json_text(key))
-    write_atomic(staged / SPEC_FILE, jsonl_text(hiddenkeys.spec_rows(result["curve"])))
-    write_atomic(staged / contract.PAIRS, pairs_text)
-    write_atomic(staged / contract.GOLDEN, json_text(summary))
-    write_atomic(staged / contract.README, bundle_readme(STUDY, summary, False, mode=mode) + README)
     manifest = {"study": STUDY, **identity, "packages": versions(), "threads": 1, "numerics": mode,
                 "command": "python -m measure.studies.routed.study bundle"}
+    write_folder(out, contract_rows["attribution"], contract_rows["patching"], wide, key, result["curve"], pairs_text,
+                 summary, bundle_readme(STUDY, summary, False, mode=mode) + README, manifest)
+    return summary
+
+
+def write_folder(out, attribution, patching, wide, key, curve, pairs_text, summary, readme, manifest) -> None:
+    """A hidden-key study's bundle folder (this module's docstring lists the files), written
+    beside `out` and swapped in whole."""
+    staged = staging_dir(out)
+    write_atomic(staged / contract.ATTRIBUTION, jsonl_text(attribution))
+    write_atomic(staged / contract.PATCHING, jsonl_text(patching))
+    write_atomic(staged / hiddenkeys.ROWS_FILE, jsonl_text(wide))
+    write_atomic(staged / contract.KEY, json_text(key))
+    write_atomic(staged / SPEC_FILE, jsonl_text(hiddenkeys.spec_rows(curve)))
+    write_atomic(staged / contract.PAIRS, pairs_text)
+    write_atomic(staged / contract.GOLDEN, json_text(summary))
+    write_atomic(staged / contract.README, readme)
     write_atomic(staged / contract.MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     replace_dir(staged, out)
-    return summary
 
 
 README = f"""

@@ -218,6 +218,26 @@ def recovery(models: Path = MODELS, scores: Path = SCORES) -> dict:
     return hiddenkeys.recompute(bundle.wide_rows(key["organisms"], scores), key)
 
 
+def write_unblinded(path: Path, make) -> None:
+    """Write the unblinding record `make()` returns to `path`, once (a study is unblinded once)."""
+    if path.exists():
+        raise MeasureError(f"{path}: the study is already unblinded")
+    write_atomic(path, json_text(make()))
+    print(f"unblinded: commit {path} now, as the unblinding's log entry")
+
+
+def train_missing(seeds: list[int], report: Path, train) -> None:
+    """Train every seed whose public report (`report` with NN for the seed's folder name) is not
+    there yet, printing one line a seed; `train(seed)` returns the public report."""
+    for seed in seeds:
+        if Path(str(report).replace("NN", organism_name(seed))).is_file():
+            print(f"seed {seed}: already trained, skipped", flush=True)
+            continue
+        public = train(seed)
+        print(f"seed {seed} ({public['keyed']}): {'valid' if public['valid'] else 'void'}, "
+              f"clean margin {public['clean_margin']:.3f}", flush=True)
+
+
 def _seeds(text: str) -> list[int]:
     seeds = parse_seeds(text)
     if any(s not in SEEDS for s in seeds):
@@ -281,20 +301,9 @@ def main(argv=None) -> int:
             print(f"salt sha256 {record['salt_sha256']}: commit {MODELS / 'commitment.json'} before any analysis")
             return 0
         if args.command == "unblind":
-            path = MODELS / "unblinded.json"
-            if path.exists():
-                raise MeasureError(f"{path}: the study is already unblinded")
-            write_atomic(path, json_text(unblind(salt)))
-            print(f"unblinded: commit {path} now, as the unblinding's log entry")
+            write_unblinded(MODELS / "unblinded.json", lambda: unblind(salt))
             return 0
-        seeds = _seeds(args.seeds)
-        for seed in seeds:
-            if (MODELS / organism_name(seed) / "training.json").is_file():
-                print(f"seed {seed}: already trained, skipped")
-                continue
-            public = train_seed(seed, salt)
-            print(f"seed {seed} ({public['keyed']}): {'valid' if public['valid'] else 'void'}, "
-                  f"clean margin {public['clean_margin']:.3f}", flush=True)
+        train_missing(_seeds(args.seeds), MODELS / "NN" / "training.json", lambda seed: train_seed(seed, salt))
     except MeasureError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -16,15 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 
-from safe_io import replace_dir, staging_dir, write_atomic
-
 from bundle_kit import contract, hiddenkeys
-from measure.runner.jsonio import json_text, jsonl_text
+from measure.runner.jsonio import jsonl_text
+from measure.studies.routed.bundle import SPEC_FILE, write_folder
 from measure.studies.transfer.study import ROOT, STUDY_TWINS, host_path
 
 STUDY = "transfer"
 OUT = ROOT / "bundles" / STUDY
-SPEC_FILE = "spec_curve.jsonl"
 CONTRACT_COMPONENTS = ("mlp_L4", "mlp_L5")
 
 
@@ -76,19 +74,10 @@ def build(out=OUT) -> dict:
     files = {"attribution": attribution, "patching": patching, "attribution_heads": [], "patching_heads": [], "lens": []}
     summary = golden(STUDY, identity["model"], identity, files, None, contract.TOLERANCE,
                      hiddenkeys.golden_blocks(result, key), patch_score="ratio_of_means")
-    staged = staging_dir(out)
-    write_atomic(staged / contract.ATTRIBUTION, jsonl_text(attribution))
-    write_atomic(staged / contract.PATCHING, jsonl_text(patching))
-    write_atomic(staged / hiddenkeys.ROWS_FILE, jsonl_text(wide))
-    write_atomic(staged / contract.KEY, json_text(key))
-    write_atomic(staged / SPEC_FILE, jsonl_text(hiddenkeys.spec_rows(result["curve"])))
-    write_atomic(staged / contract.PAIRS, pairs_text)
-    write_atomic(staged / contract.GOLDEN, json_text(summary))
-    write_atomic(staged / contract.README, bundle_readme(STUDY, summary, False, mode=mode) + README)
     manifest = {"study": STUDY, **identity, "packages": versions(), "threads": 1, "numerics": mode,
                 "command": "python -m measure.studies.transfer.study bundle"}
-    write_atomic(staged / contract.MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    replace_dir(staged, out)
+    write_folder(out, attribution, patching, wide, key, result["curve"], pairs_text, summary,
+                 bundle_readme(STUDY, summary, False, mode=mode) + README, manifest)
     return summary
 
 

@@ -30,7 +30,8 @@ from safe_io import write_atomic
 
 from measure.errors import MeasureError
 from measure.runner.jsonio import json_text, jsonl_text, read_json
-from measure.studies.routed.study import _committed_unchanged, _git, organism_name, parse_seeds
+from measure.studies.routed.study import (_committed_unchanged, _git, organism_name, parse_seeds, train_missing,
+                                          write_unblinded)
 
 ROOT = Path(__file__).resolve().parents[3]
 SEALED = ROOT / "sealed" / "transfer"
@@ -226,19 +227,9 @@ def main(argv=None) -> int:
             print(f"salt sha256 {record['salt_sha256']}: commit {path} before any organism is trained")
             return 0
         if args.command == "unblind":
-            out = MODELS / "unblinded.json"
-            if out.exists():
-                raise MeasureError(f"{out}: the study is already unblinded")
-            write_atomic(out, json_text(unblind(salt)))
-            print(f"unblinded: commit {out} now, as the unblinding's log entry")
+            write_unblinded(MODELS / "unblinded.json", lambda: unblind(salt))
             return 0
-        for seed in seeds:
-            if (MODELS / f"{organism_name(seed)}.json").is_file():
-                print(f"seed {seed}: already trained, skipped", flush=True)
-                continue
-            public = train_seed(seed, salt)
-            print(f"seed {seed} ({public['keyed']}): {'valid' if public['valid'] else 'void'}, "
-                  f"margin {public['clean_margin']:.3f}", flush=True)
+        train_missing(seeds, MODELS / "NN.json", lambda seed: train_seed(seed, salt))
     except MeasureError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
