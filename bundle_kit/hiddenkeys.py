@@ -294,7 +294,24 @@ def golden_blocks(result: dict, key_doc: dict) -> dict:
         "organisms": {name: {"keyed": key_doc["organisms"][name]["keyed"], "valid": key_doc["organisms"][name]["valid"],
                              **o} for name, o in result["organisms"].items()},
         **({"transfer": transfer(result, key_doc)} if "reference" in key_doc else {}),
+        **({"relay": relay(key_doc)} if any("check" in o for o in key_doc["organisms"].values()) else {}),
     }
+
+
+def relay(key_doc: dict) -> dict:
+    """How much of a key's margin other components carry, from each valid organism's check in
+    key.json: the mean sufficiency (the margin left with everything but the key resampled) and
+    leak (the largest change one other component makes), and how often each component is the
+    one that leaks most."""
+    checks = [o["check"] for o in key_doc["organisms"].values() if o["valid"]]
+    if not checks:
+        return {"organisms": 0}
+    where: dict[str, int] = {}
+    for c in checks:
+        where[c["leak_component"]] = where.get(c["leak_component"], 0) + 1
+    return {"organisms": len(checks), "sufficiency": rankstats.mean(c["sufficiency"] for c in checks),
+            "leak": rankstats.mean(c["leak"] for c in checks),
+            "leak_component": {k: where[k] for k in sorted(where)}}
 
 
 def transfer(result: dict, key_doc: dict) -> dict:
