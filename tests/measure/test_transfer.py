@@ -90,3 +90,22 @@ def test_planting_moves_only_the_keys_elements_and_raises_its_margin(host):
             assert not changed.any(), name
     a, pr = score.blind_rows(adapter, data.twins("study", 0, "politeness", 4, host), 4)
     assert len(a) == len(pr) == 4 * 26 and {r["mode"] for r in pr} == {"mean"}
+
+
+BUNDLE = study.ROOT / "bundles" / "transfer"
+
+
+def test_the_committed_keys_are_the_unblinding_record_s_and_the_reference_is_the_routed_bundle_s():
+    import json
+
+    from measure.studies.transfer import result
+
+    record = json.loads((study.MODELS / "unblinded.json").read_text(encoding="utf-8"))
+    committed = json.loads((BUNDLE / "key.json").read_text(encoding="utf-8"))
+    assert committed == json.loads(json.dumps(result.key_doc(record)))
+    assert committed["reference"]["gaps"] == result.reference_gaps()
+    assert committed["reference"]["bound"] == result.BOUND == 0.06   # registrations/transfer-equivalence.yaml
+    salt = bytes.fromhex(record["salt"])
+    assert hashlib.sha256(salt).hexdigest() == json.loads((study.MODELS / "commitment.json").read_text())["salt_sha256"]
+    for name, o in committed["organisms"].items():
+        assert o["key"] == study.draw_key(int(name[5:]), salt, plant.SETTINGS)
