@@ -68,7 +68,8 @@ def test_zip_layout(tiny):
         infos = archive.infolist()
         names = [info.filename for info in infos]
         assert names == sorted(names) == [f.name for f in tiny.files]
-        assert names == ["README.md", "attribution_per_pair.jsonl", "contract.py", "golden.json", "keyrecovery.py", "localize.py",
+        assert names == ["README.md", "attribution_per_pair.jsonl", "contract.py", "golden.json", "hiddenkeys.py",
+                         "keyrecovery.py", "localize.py",
                          "patching_per_pair.jsonl", "rankstats.py", "record.py", "reproduce.py"]
         for info in infos:
             assert info.date_time == (1980, 1, 1, 0, 0, 0)
