@@ -1,5 +1,6 @@
-"""`python -m measure.studies.routed.study bundle`: the routed study's bundle, `bundles/routed/`,
-from the blind scores and the unblinding record (docs/routed.md).
+"""`python -m measure.studies.routed.bundle [--print-only]`: the routed study's key recovery,
+printed, and its bundle, `bundles/routed/`, from the blind scores and the unblinding record
+(docs/routed.md).
 
 Every file is computed from the runner's rows (`models/routed/blind-scores/`, checked against the
 committed digest first) and `models/routed/unblinded.json`:
@@ -95,6 +96,7 @@ def build(out=OUT) -> dict:
         identities[name] = {k: manifest[k] for k in IDENTITY}
     wide = wide_rows(key["organisms"])
     result = hiddenkeys.recompute(wide, key)
+    _print(result)
     pairs_text = jsonl_text(pairs)
     mode = read_json(SCORES / organism_name(0) / contract.MANIFEST, "blind-score manifest")["numerics"]
     identity = {"model": f"{len(identities)} routed organisms (models/routed/seed-NN)",
@@ -105,7 +107,7 @@ def build(out=OUT) -> dict:
     summary = golden(STUDY, identity["model"], identity, files, None, contract.TOLERANCE, extra,
                      patch_score="ratio_of_means")
     manifest = {"study": STUDY, **identity, "packages": versions(), "threads": 1, "numerics": mode,
-                "command": "python -m measure.studies.routed.study bundle"}
+                "command": "python -m measure.studies.routed.bundle"}
     write_folder(out, contract_rows["attribution"], contract_rows["patching"], wide, key, result["curve"], pairs_text,
                  summary, bundle_readme(STUDY, summary, False, mode=mode) + README, manifest)
     return summary
@@ -160,3 +162,53 @@ analysis and revealed only after every score below was fixed (`key.json` names t
   validation, and the void organisms; `organisms`: each organism's figures, with every
   component's two scores on its keyed and null twins.
 """
+
+
+def recovery(models=MODELS, scores=SCORES) -> dict:
+    """Key recovery at every specification (bundle_kit/hiddenkeys.py `recompute`) from the blind
+    scores and the unblinding record: the primary's blocks ("summary"), the specification curve
+    ("curve"), each organism's primary result ("organisms"), "order_claimed" and "by_rule"."""
+    key = key_doc(read_json(models / "unblinded.json", "routed unblinding record"))
+    check_scores(scores, models)
+    return hiddenkeys.recompute(wide_rows(key["organisms"], scores), key)
+
+
+def _print(result: dict) -> None:
+    kr, null, validity = (result["summary"][k] for k in ("key_recovery", "null", "validity"))
+    print(f"organisms {kr['organisms']}, valid {kr['valid']} (void share {validity['void_share']:.2f}); "
+          f"validity/failed {validity['failed']}")
+    for k in ("attribution", "patching", "gap"):
+        lo, hi = kr[k]["interval"]
+        print(f"{k:<12} {kr[k]['value']:+.3f}  {kr['interval_level']:.0%} interval [{lo:+.3f}, {hi:+.3f}]  "
+              f"share of {result['curve']['specifications']} specifications agreeing {result['curve']['share_agreeing'][k]:.2f}")
+    print(f"null (decoys): attribution {null['attribution']:.3f}, patching {null['patching']:.3f}, "
+          f"worst distance from 0.5 {null['worst_distance']['value']:.3f}")
+    print(f"key on null twins (not registered): attribution {null['key_on_null']['attribution']:.3f}, "
+          f"patching {null['key_on_null']['patching']:.3f}")
+    print(f"order claimed: {result['order_claimed']}")
+    for name, o in sorted(result["organisms"].items()):
+        print(f"  {name}: attribution {o['attribution']:.3f}, patching {o['patching']:.3f}, gap {o['gap']:+.3f}")
+
+
+def main(argv=None) -> int:
+    """Print key recovery; write the bundle unless --print-only. Exit status 2 on an error."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m measure.studies.routed.bundle", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--print-only", action="store_true", help="print key recovery; write nothing")
+    args = ap.parse_args(argv)
+    try:
+        if args.print_only:
+            _print(recovery())
+        else:
+            build()
+            print(f"wrote {OUT}")
+    except MeasureError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

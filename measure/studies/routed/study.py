@@ -1,6 +1,7 @@
 """`python -m measure.studies.routed.study commit`, then `... train [--seeds 0-19]`, then
 `... measure`, then `... unblind`: draw the routed study's salt and commit to it, train its
-organisms, score their components blind, and reveal the keys (docs/routed.md).
+organisms, score their components blind, and reveal the keys (docs/routed.md). After unblinding,
+`python -m measure.studies.routed.bundle` prints key recovery and writes the bundle.
 
 The salt lives in `sealed/routed/salt` (made there once, never committed before unblinding); its
 sha256 goes to `models/routed/commitment.json`, which is committed before any analysis runs.
@@ -206,18 +207,6 @@ def unblind(salt: bytes, models: Path = MODELS, sealed: Path = SEALED, root: Pat
             "organisms": organisms}
 
 
-def recovery(models: Path = MODELS, scores: Path = SCORES) -> dict:
-    """Key recovery at every specification (bundle_kit/hiddenkeys.py `recompute`) from the blind
-    scores and the unblinding record: the primary's blocks ("summary"), the specification curve
-    ("curve"), each organism's primary result ("organisms"), "order_claimed" and "by_rule"."""
-    from bundle_kit import hiddenkeys
-    from measure.studies.routed import bundle
-
-    key = bundle.key_doc(read_json(models / "unblinded.json", "routed unblinding record"))
-    bundle.check_scores(scores, models)
-    return hiddenkeys.recompute(bundle.wide_rows(key["organisms"], scores), key)
-
-
 def write_unblinded(path: Path, make) -> None:
     """Write the unblinding record `make()` returns to `path`, once (a study is unblinded once)."""
     if path.exists():
@@ -245,23 +234,6 @@ def _seeds(text: str) -> list[int]:
     return seeds
 
 
-def _print_recovery(result: dict) -> None:
-    kr, null, validity = (result["summary"][k] for k in ("key_recovery", "null", "validity"))
-    print(f"organisms {kr['organisms']}, valid {kr['valid']} (void share {validity['void_share']:.2f}); "
-          f"validity/failed {validity['failed']}")
-    for k in ("attribution", "patching", "gap"):
-        lo, hi = kr[k]["interval"]
-        print(f"{k:<12} {kr[k]['value']:+.3f}  {kr['interval_level']:.0%} interval [{lo:+.3f}, {hi:+.3f}]  "
-              f"share of {result['curve']['specifications']} specifications agreeing {result['curve']['share_agreeing'][k]:.2f}")
-    print(f"null (decoys): attribution {null['attribution']:.3f}, patching {null['patching']:.3f}, "
-          f"worst distance from 0.5 {null['worst_distance']['value']:.3f}")
-    print(f"key on null twins (not registered): attribution {null['key_on_null']['attribution']:.3f}, "
-          f"patching {null['key_on_null']['patching']:.3f}")
-    print(f"order claimed: {result['order_claimed']}")
-    for name, o in sorted(result["organisms"].items()):
-        print(f"  {name}: attribution {o['attribution']:.3f}, patching {o['patching']:.3f}, gap {o['gap']:+.3f}")
-
-
 def main(argv=None) -> int:
     """Run the subcommand the arguments name; exit status (2 on an error, with its one line)."""
     from measure.studies.routed.keys import load_or_make_salt
@@ -275,18 +247,8 @@ def main(argv=None) -> int:
     me = sub.add_parser("measure", help="score every trained organism's components blind (no key read)")
     me.add_argument("--seeds", default=f"{SEEDS.start}-{SEEDS.stop - 1}", help="e.g. 0-19 or 0,2,4-6")
     sub.add_parser("unblind", help="reveal the keys: write models/routed/unblinded.json (commit it as the log entry)")
-    sub.add_parser("recovery", help="after unblinding: print key recovery, the null control and the specification curve")
-    sub.add_parser("bundle", help="after unblinding: write bundles/routed/ (docs/routed.md)")
     args = ap.parse_args(argv)
     try:
-        if args.command == "recovery":
-            _print_recovery(recovery())
-            return 0
-        if args.command == "bundle":
-            from measure.studies.routed import bundle
-            bundle.build()
-            print(f"wrote {bundle.OUT}")
-            return 0
         if args.command == "measure":   # blind: neither the salt nor a sealed report is opened
             for seed in _seeds(args.seeds):
                 print(f"seed {seed}: scored into {measure_seed(seed)}", flush=True)

@@ -1,4 +1,4 @@
-"""`python -m measure.studies.transfer.study bundle`: the transfer study's bundle,
+"""`python -m measure.studies.transfer.bundle`: the transfer study's bundle,
 `bundles/transfer/`, from the blind scores and the unblinding record (docs/transfer.md).
 
 - `hiddenkeys_per_pair.jsonl` (bundle_kit/hiddenkeys.py ROWS_FILE): one row a pair, every head's
@@ -75,7 +75,7 @@ def build(out=OUT) -> dict:
     summary = golden(STUDY, identity["model"], identity, files, None, contract.TOLERANCE,
                      hiddenkeys.golden_blocks(result, key), patch_score="ratio_of_means")
     manifest = {"study": STUDY, **identity, "packages": versions(), "threads": 1, "numerics": mode,
-                "command": "python -m measure.studies.transfer.study bundle"}
+                "command": "python -m measure.studies.transfer.bundle"}
     write_folder(out, attribution, patching, wide, key, result["curve"], pairs_text, summary,
                  bundle_readme(STUDY, summary, False, mode=mode) + README, manifest)
     return summary
@@ -109,3 +109,8 @@ names the commits). `reproduce.py` recomputes every value of `key_recovery`, `nu
   `verdict` (transfers, fails or inconclusive) and `inside` (1 when it transfers). The other
   blocks are the routed bundle's.
 """
+
+
+if __name__ == "__main__":
+    build()
+    print(f"wrote {OUT}")

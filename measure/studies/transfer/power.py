@@ -25,6 +25,7 @@ def power(reference: list[float], bound: float, n: int = ORGANISMS, trials: int 
 
 
 def main() -> int:
+    """Print the power at each of BOUNDS."""
     from measure.studies.transfer.result import reference_gaps
 
     reference = reference_gaps()

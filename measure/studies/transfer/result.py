@@ -75,3 +75,18 @@ def print_result(result: dict) -> None:
           f"patching {null['key_on_null']['patching']:.3f}")
     print(f"transfer: real gap {t['gap']:+.3f} - routed gap {t['reference_gap']:+.3f} = {t['difference']:+.3f} "
           f"[{t['interval'][0]:+.3f}, {t['interval'][1]:+.3f}], bound {t['bound']}: {t['verdict']}")
+
+
+def main() -> int:
+    """`python -m measure.studies.transfer.result`: print the figures; exit status 2 on an error."""
+    import sys
+    try:
+        print_result(compute())
+    except MeasureError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,6 +1,8 @@
-"""`python -m measure.studies.transfer.study commit`, then `... train`, `... measure`, `... unblind`
-and `... result`: the routed calibration carried to the real-preferences reward model
-(docs/transfer.md, registrations/transfer-*.yaml).
+"""`python -m measure.studies.transfer.study commit`, then `... train`, `... measure` and
+`... unblind`: the routed calibration carried to the real-preferences reward model
+(docs/transfer.md, registrations/transfer-*.yaml). After unblinding, `python -m
+measure.studies.transfer.result` prints the figures and `python -m measure.studies.transfer.bundle`
+writes the bundle.
 
 - `commit` draws the study's salt into `sealed/transfer/salt` (once; ignored by git) and writes its
   sha256 to `models/transfer/commitment.json`, committed before any organism is trained.
@@ -16,8 +18,9 @@ and `... result`: the routed calibration carried to the real-preferences reward 
   `models/transfer/blind-scores.json`, committed before unblinding.
 - `unblind` checks the commitment and the digests are committed unchanged, then writes
   `models/transfer/unblinded.json` (the salt, every key, decoy and check); commit it as the log.
-- `result` prints key recovery on the real trunk and the equivalence test against the routed
-  organisms (bundle_kit/hiddenkeys.py); `bundle` writes `bundles/transfer/`.
+- `measure.studies.transfer.result` prints key recovery on the real trunk and the equivalence
+  test against the routed organisms (bundle_kit/hiddenkeys.py); `measure.studies.transfer.bundle`
+  writes `bundles/transfer/`.
 """
 from __future__ import annotations
 
@@ -193,8 +196,6 @@ def main(argv=None) -> int:
                        ("measure", "score every trained organism blind (no key read)")):
         sub.add_parser(name, help=text).add_argument("--seeds", default=f"{SEEDS.start}-{SEEDS.stop - 1}")
     sub.add_parser("unblind", help="reveal the keys: write models/transfer/unblinded.json (commit it as the log entry)")
-    sub.add_parser("result", help="after unblinding: key recovery on the real trunk and the equivalence test")
-    sub.add_parser("bundle", help="after unblinding: write bundles/transfer/ (docs/transfer.md)")
     args = ap.parse_args(argv)
     try:
         seeds = parse_seeds(getattr(args, "seeds", "0"))
@@ -204,15 +205,6 @@ def main(argv=None) -> int:
             for seed in seeds:
                 print(f"seed {seed}: scored into {measure_seed(seed)}", flush=True)
             write_atomic(MODELS / "blind-scores.json", json_text(score_digests()))
-            return 0
-        if args.command == "result":
-            from measure.studies.transfer import result
-            result.print_result(result.compute())
-            return 0
-        if args.command == "bundle":
-            from measure.studies.transfer import bundle
-            bundle.build()
-            print(f"wrote {bundle.OUT}")
             return 0
         if args.command != "commit" and not (SEALED / "salt").is_file():
             raise MeasureError(f"{SEALED / 'salt'}: missing; only `commit` makes the salt")
