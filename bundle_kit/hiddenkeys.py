@@ -86,9 +86,14 @@ def scores(attribution_rows, patching_rows, dimension: str, spec: dict = PRIMARY
                        else rankstats.mean(abs(v) for v in values)) / unit
         patching = (rankstats.ratio_of_means(patched) if spec["patch_score"] == "ratio_of_means"
                     else rankstats.mean(rankstats.patch_fraction(r) for r in patched))
-        out["attribution"][component] = attribution if attribution >= spec["floor"] else 0.0
-        out["patching"][component] = patching if patching >= spec["floor"] else 0.0
-    return out
+        out["attribution"][component] = attribution
+        out["patching"][component] = patching
+    return floored(out, spec["floor"])
+
+
+def floored(method_scores: dict[str, dict[str, float]], floor: float) -> dict[str, dict[str, float]]:
+    """The scores with every one under `floor` counted as zero."""
+    return {m: {c: (v if v >= floor else 0.0) for c, v in by.items()} for m, by in method_scores.items()}
 
 
 def wide_rows(attribution_rows, patching_rows, modes=MODES) -> list[dict]:
@@ -157,9 +162,13 @@ def organism(attribution_rows, patching_rows, keyed_dimension: str, null_dimensi
              spec: dict = PRIMARY) -> dict:
     """One organism's recovery of its key and, on its null twins, of each decoy; with every
     component's two scores on each set of twins (so a bundle's check sees any changed row)."""
-    keyed_scores = scores(attribution_rows, patching_rows, keyed_dimension, spec)
+    return judged(scores(attribution_rows, patching_rows, keyed_dimension, spec),
+                  scores(attribution_rows, patching_rows, null_dimension, spec), key, decoys)
+
+
+def judged(keyed_scores: dict, null_scores: dict, key, decoys) -> dict:
+    """`organism` from the scores on the keyed twins and on the null twins."""
     real = recovery(keyed_scores, key)
-    null_scores = scores(attribution_rows, patching_rows, null_dimension, spec)
     by_decoy = [recovery(null_scores, decoy) for decoy in decoys]
     null = {m: rankstats.mean(d[m] for d in by_decoy) for m in METHODS}
     return {**{m: real[m] for m in METHODS}, "gap": real["patching"] - real["attribution"],
@@ -259,11 +268,17 @@ def recompute(rows, key_doc: dict) -> dict:
     if missing:
         raise ValueError(f"{ROWS_FILE} has no rows of dimension(s) {', '.join(missing)}")
 
+    unfloored: dict[tuple, dict] = {}   # a dimension's scores under each choice but the floor, computed once
+
+    def at(dimension: str, spec: dict) -> dict:
+        choice = (dimension, spec["mode"], spec["patch_score"], spec["attribution"])
+        if choice not in unfloored:
+            unfloored[choice] = scores(*by_dimension[dimension], dimension, dict(spec, floor=0.0))
+        return floored(unfloored[choice], spec["floor"])
+
     def one(name: str, spec: dict) -> dict:
         o = organisms[name]
-        keyed, null = by_dimension[o["keyed_dimension"]], by_dimension[o["null_dimension"]]
-        return organism(keyed[0] + null[0], keyed[1] + null[1], o["keyed_dimension"], o["null_dimension"],
-                        o["key"], o["decoys"], spec)
+        return judged(at(o["keyed_dimension"], spec), at(o["null_dimension"], spec), o["key"], o["decoys"])
     modes = measured_modes(rows[0]) if rows else MODES
     by_spec = {spec_name(spec): {name: one(name, spec) for name in organisms} for spec in specifications(modes)}
     valid = {name: bool(o["valid"]) for name, o in organisms.items()}

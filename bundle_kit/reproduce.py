@@ -328,10 +328,7 @@ LOCALIZATION = ("accuracy", "baselines", "test", "where", "agreement", "relation
 def _localization(folder: str, golden: Golden, tolerance: float):
     """A localization study's point estimates (localize.py): accuracy, the test, where each
     objective lives, agreement, the relation between objectives, the components, the null."""
-    try:
-        import localize  # noqa: E402  (ships beside this file)
-    except ImportError:
-        raise FixtureError("localize.py", None, "missing; it ships beside reproduce.py in the bundle zip") from None
+    localize = _kit("localize")
     for key in localize.FILES.values():
         if not os.path.isfile(os.path.join(folder, key)):
             raise FixtureError(key, None, "missing; a localization bundle holds it")
@@ -363,18 +360,29 @@ HIDDEN_KEYS_ROWS = "hiddenkeys_per_pair.jsonl"   # hiddenkeys.ROWS_FILE, named h
 SPEC_CURVE = "spec_curve.jsonl"
 
 
+def _kit(name: str):
+    """A kit module that ships beside this file, or the error naming it."""
+    import importlib
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise FixtureError(f"{name}.py", None, "missing; it ships beside reproduce.py in the bundle zip") from None
+
+
+def _key_file(folder: str, what: str) -> dict:
+    """key.json, or the error saying it cannot be read (`what`: what it holds)."""
+    try:
+        with open(os.path.join(folder, contract.KEY), encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise FixtureError(contract.KEY, None, f"cannot read {what} ({exc})") from None
+
+
 def _hidden_keys(folder: str, golden: Golden, tolerance: float):
     """Keys made by training and revealed after scoring (hiddenkeys.py): every published value
     and every specification row, recomputed from the per-pair rows and key.json."""
-    try:
-        import hiddenkeys  # noqa: E402  (ships beside this file)
-    except ImportError:
-        raise FixtureError("hiddenkeys.py", None, "missing; it ships beside reproduce.py in the bundle zip") from None
-    try:
-        with open(os.path.join(folder, contract.KEY), encoding="utf-8") as handle:
-            key = json.load(handle)
-    except (OSError, ValueError) as exc:
-        raise FixtureError(contract.KEY, None, f"cannot read the keys ({exc})") from None
+    hiddenkeys = _kit("hiddenkeys")
+    key = _key_file(folder, "the keys")
     rows = rankstats.read_jsonl(os.path.join(folder, HIDDEN_KEYS_ROWS))
     try:
         result = hiddenkeys.recompute(rows, key)
@@ -411,15 +419,8 @@ def _hidden_keys(folder: str, golden: Golden, tolerance: float):
 
 def _key_recovery(folder: str, golden: Golden, attribution: list, patching: list, tolerance: float):
     """A planted key's scorecard (keyrecovery.py), recomputed from the rows and key.json."""
-    try:
-        import keyrecovery  # noqa: E402  (ships beside this file)
-    except ImportError:
-        raise FixtureError("keyrecovery.py", None, "missing; it ships beside reproduce.py in the bundle zip") from None
-    try:
-        with open(os.path.join(folder, contract.KEY), encoding="utf-8") as handle:
-            key = json.load(handle)
-    except (OSError, ValueError) as exc:
-        raise FixtureError(contract.KEY, None, f"cannot read the planted key ({exc})") from None
+    keyrecovery = _kit("keyrecovery")
+    key = _key_file(folder, "the planted key")
     heads_a = _read_rows(folder, contract.HEADS_ATTRIBUTION, rankstats.ATTRIBUTION_FIELDS, ("attribution",),
                          key=("dimension", "pair_id", "component"))
     heads_p = _read_rows(folder, contract.HEADS_PATCHING, rankstats.PATCHING_FIELDS, ("clean_margin", "effect"),
