@@ -41,10 +41,10 @@ def _base(tokenizer_path: str) -> dict[str, list[tuple[str, list[int]]]]:
     from measure.studies.realprefs.split import load_split
 
     tok = AutoTokenizer.from_pretrained(tokenizer_path)
-    pairs = [p for p in load_pairs() if p.objective == OBJECTIVE]
-    side = load_split(load_pairs())
+    every = load_pairs()   # read and verified once: the split is checked against all of them
+    side = load_split(every)
     out: dict[str, list] = {"train": [], "eval": []}
-    for p in pairs:
+    for p in (p for p in every if p.objective == OBJECTIVE):
         ids = budget.encode(tok, p.prompt, p.chosen, LENGTH)
         reply_start = ids.index(tok.sep_token_id) + 1
         if len(ids) == LENGTH and LENGTH - 1 - reply_start >= 4:   # room for a word inside the reply

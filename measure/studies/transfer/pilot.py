@@ -26,7 +26,7 @@ def main(argv=None) -> int:
     deterministic(args.seed)
     started = time.time()
     path = study.host_path()
-    adapter = study._adapter()
+    adapter = study._adapter(path)
     rule, key = study.keyed_rule(args.seed), study.draw_key(args.seed, PILOT_SALT, s)
     check = data.twins("check", args.seed, rule, s["check_twins"], path)
     with torch.no_grad():

@@ -79,9 +79,10 @@ def valid(check: dict, s: dict) -> bool:
     return check["clean_margin"] >= s["min_margin"] and check["necessity"] >= 0.9
 
 
-def _adapter():
+def _adapter(path: str):
+    """The host at `path` (host_path), read along the helpfulness head."""
     from measure.models.adapter import load
-    return load(host_path(), objective=0)
+    return load(path, objective=0)
 
 
 def train_seed(seed: int, salt: bytes, progress: bool = False) -> dict:
@@ -95,7 +96,7 @@ def train_seed(seed: int, salt: bytes, progress: bool = False) -> dict:
     s = plant.SETTINGS
     mode = deterministic(seed)
     path = host_path()
-    adapter = _adapter()
+    adapter = _adapter(path)
     rule, key = keyed_rule(seed), draw_key(seed, salt, s)
     check = data.twins("check", seed, rule, s["check_twins"], path)
     with torch.no_grad():
@@ -134,12 +135,12 @@ def measure_seed(seed: int) -> Path:
     if hashlib.sha256(weights.read_bytes()).hexdigest() != public["tensors_sha256"]:
         raise MeasureError(f"{weights}: not the tensors {MODELS / (name + '.json')} records; retrain the seed")
     deterministic(seed)
-    adapter = _adapter()
+    path = host_path()
+    adapter = _adapter(path)
     params = dict(adapter.model.named_parameters())
     with torch.no_grad():
         for k, v in load_file(str(weights)).items():   # whatever the file holds: the analysis reads no names
             params[k].copy_(v)
-    path = host_path()
     twins = (data.twins("study", seed, public["keyed"], STUDY_TWINS, path)
              + data.twins("study", seed, data.NULL_RULE, STUDY_TWINS, path))
     for t in twins:
