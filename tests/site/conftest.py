@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import threading
+import time
 import types
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -139,6 +140,8 @@ class Visit:
     layout: dict = field(default_factory=dict)   # {theme: what layout_probe.js found}, sections open
     axe_for: list[str] = field(default_factory=list)   # the pages of its shape axe-core was run for
     status: int | None = None                    # the HTTP status of the page itself
+    in_flight: set = field(default_factory=set)  # requests the page has started and not yet ended
+    requests: int = 0                            # requests the page has started
 
 
 class Recorder:
@@ -182,14 +185,28 @@ class Recorder:
             if response.status >= 400:
                 visit.failed_requests.append(f"{response.url}: HTTP {response.status}")
 
+        def on_request(request):
+            visit.requests += 1
+            if request.resource_type != "eventsource":   # `serve`'s reload stream never ends
+                visit.in_flight.add(request)
+
+        def on_finished(request):
+            visit.in_flight.discard(request)
+
+        def on_failed_request(request):
+            visit.in_flight.discard(request)
+            on_failed(request)
+
         page.on("console", on_console)
         page.on("pageerror", lambda exc: visit.console_errors.append(f"uncaught: {exc}"))
-        page.on("requestfailed", on_failed)
+        page.on("request", on_request)
+        page.on("requestfinished", on_finished)
+        page.on("requestfailed", on_failed_request)
         page.on("response", on_response)
         response = page.goto(visit.url, wait_until="load")
         visit.status = response.status if response else None
         if settle:
-            page.wait_for_load_state("networkidle")
+            wait_for_quiet(page, visit)
         # a page's collapsed sections (details.more) hold tables and figures a reader opens: open
         # them, so that every check sees what they hold
         if open_sections:
@@ -199,6 +216,30 @@ class Recorder:
 
     def close(self):
         self.context.close()
+
+
+QUIET_S = 0.15   # no request started or in flight for this long: the page has settled
+SETTLE_LIMIT_S = 30
+
+
+def wait_for_quiet(page, visit: Visit) -> None:
+    """Wait until no request of the page is in flight and none has started for QUIET_S. Playwright's
+    "networkidle" waits for 500 ms without a connection, most of a short page's visit; the site's
+    pages start no request on a timer (figures.js places drawings when asked, PLACE_DRAWINGS, and
+    Pagefind loads on the search box's focus), so a request they make starts while another is in
+    flight or right after the load. Every request is still seen, and a failed one recorded."""
+    started = time.monotonic()
+    quiet_since, seen = started, visit.requests
+    while True:
+        page.wait_for_timeout(25)   # lets Playwright deliver the page's request events
+        now = time.monotonic()
+        if visit.in_flight or visit.requests != seen:
+            quiet_since, seen = now, visit.requests
+        elif now - quiet_since >= QUIET_S:
+            return
+        if now - started > SETTLE_LIMIT_S:
+            pending = ", ".join(sorted(r.url for r in visit.in_flight)[:3])
+            pytest.fail(f"{visit.url}: requests still in flight after {SETTLE_LIMIT_S} s: {pending}", pytrace=False)
 
 
 def slug(path: str) -> str:
@@ -327,8 +368,8 @@ def _check_page(page, path: str, visit: Visit, viewport: dict, scheme: str, axe_
     visit.layout[other] = page.evaluate(LAYOUT_PROBE, LAYOUT_LIMITS)
     page.emulate_media(color_scheme=scheme)
     visit.layout[scheme] = page.evaluate(LAYOUT_PROBE, LAYOUT_LIMITS)
-    # the network's 500 ms of quiet, waited for after the work above rather than before it
-    page.wait_for_load_state("networkidle")
+    # every request the page started has ended, and none started since (after the work above)
+    wait_for_quiet(page, visit)
     visit.links = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
     visit.figures = page.evaluate(FIGURE_PROBE)
     visit.width = page.evaluate(WIDTH_PROBE, viewport["width"])
