@@ -141,7 +141,7 @@ class Visit:
     axe_for: list[str] = field(default_factory=list)   # the pages of its shape axe-core was run for
     status: int | None = None                    # the HTTP status of the page itself
     in_flight: set = field(default_factory=set)  # requests the page has started and not yet ended
-    requests: int = 0                            # requests the page has started
+    last_activity: float = 0.0                   # when a request last started or ended (time.monotonic)
 
 
 class Recorder:
@@ -186,15 +186,16 @@ class Recorder:
                 visit.failed_requests.append(f"{response.url}: HTTP {response.status}")
 
         def on_request(request):
-            visit.requests += 1
+            visit.last_activity = time.monotonic()
             if request.resource_type != "eventsource":   # `serve`'s reload stream never ends
                 visit.in_flight.add(request)
 
         def on_finished(request):
             visit.in_flight.discard(request)
+            visit.last_activity = time.monotonic()
 
         def on_failed_request(request):
-            visit.in_flight.discard(request)
+            on_finished(request)
             on_failed(request)
 
         page.on("console", on_console)
@@ -223,23 +224,23 @@ SETTLE_LIMIT_S = 30
 
 
 def wait_for_quiet(page, visit: Visit) -> None:
-    """Wait until no request of the page is in flight and none has started for QUIET_S. Playwright's
-    "networkidle" waits for 500 ms without a connection, most of a short page's visit; the site's
-    pages start no request on a timer (figures.js places drawings when asked, PLACE_DRAWINGS, and
-    Pagefind loads on the search box's focus), so a request they make starts while another is in
-    flight or right after the load. Every request is still seen, and a failed one recorded."""
+    """Wait until no request of the page is in flight and none has started or ended for QUIET_S.
+    Playwright's "networkidle" waits for 500 ms without a connection, most of a short page's visit;
+    the site's pages start no request on a timer (figures.js places drawings when asked,
+    PLACE_DRAWINGS, and Pagefind loads on the search box's focus), so a request they make starts
+    while another is in flight or right after the load. A page already quiet (the checks before
+    took longer) returns at once. Every request is still seen, and a failed one recorded."""
     started = time.monotonic()
-    quiet_since, seen = started, visit.requests
     while True:
-        page.wait_for_timeout(25)   # lets Playwright deliver the page's request events
+        page.evaluate("0")   # a round trip: Playwright delivers the request events sent before it
         now = time.monotonic()
-        if visit.in_flight or visit.requests != seen:
-            quiet_since, seen = now, visit.requests
-        elif now - quiet_since >= QUIET_S:
+        quiet_for = now - visit.last_activity
+        if not visit.in_flight and quiet_for >= QUIET_S:
             return
         if now - started > SETTLE_LIMIT_S:
             pending = ", ".join(sorted(r.url for r in visit.in_flight)[:3])
             pytest.fail(f"{visit.url}: requests still in flight after {SETTLE_LIMIT_S} s: {pending}", pytrace=False)
+        page.wait_for_timeout(25 if visit.in_flight else max(25, 1000 * (QUIET_S - quiet_for)))
 
 
 def slug(path: str) -> str:
