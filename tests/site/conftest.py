@@ -144,15 +144,55 @@ class Visit:
     last_activity: float = 0.0                   # when a request last started or ended (time.monotonic)
 
 
+def _listen(page, visit_of) -> None:
+    """Records into `visit_of()` (the visit under way) the page's console errors, failed requests
+    and the requests in flight. A request's events count only for the visit that saw it start: in
+    a reused tab, a request of the page before cannot fail or answer on the next one's record."""
+
+    def on_console(msg):
+        if msg.type == "error":
+            loc = msg.location or {}
+            visit_of().console_errors.append(f"{msg.text} ({loc.get('url', '')}:{loc.get('lineNumber', '')})")
+
+    def on_request(request):
+        visit = visit_of()
+        visit.in_flight.add(request)
+        visit.last_activity = time.monotonic()
+
+    def on_response(response):
+        visit = visit_of()
+        if response.status >= 400 and response.request in visit.in_flight:
+            visit.failed_requests.append(f"{response.url}: HTTP {response.status}")
+
+    def on_finished(request):
+        visit = visit_of()
+        visit.in_flight.discard(request)
+        visit.last_activity = time.monotonic()
+
+    def on_failed(request):
+        visit = visit_of()
+        if request in visit.in_flight and request.url not in visit.external_requests:
+            visit.failed_requests.append(f"{request.url}: {request.failure}")
+        on_finished(request)
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda exc: visit_of().console_errors.append(f"uncaught: {exc}"))
+    page.on("request", on_request)
+    page.on("response", on_response)
+    page.on("requestfinished", on_finished)
+    page.on("requestfailed", on_failed)
+
+
 class Recorder:
     """Opens pages in one browser context and records console errors, failed and external
     requests. Requests to any host but 127.0.0.1 are blocked and counted."""
 
     def __init__(self, browser, base_url: str, viewport: dict, color_scheme: str = "light"):
-        self.base_url = base_url
+        self.base_url, self.color_scheme = base_url, color_scheme
         self.context = browser.new_context(viewport=viewport, color_scheme=color_scheme)
         self.context.route("**/*", self._route)
         self.current: Visit | None = None
+        self.tab = None   # the one tab `open(reuse=True)` loads pages in
 
     def _route(self, route):
         url = route.request.url
@@ -165,45 +205,22 @@ class Recorder:
             return
         route.continue_()
 
-    def open(self, path: str, open_sections: bool = True, settle: bool = True):
+    def open(self, path: str, open_sections: bool = True, settle: bool = True, reuse: bool = False):
         """Loads the page; `settle` waits for the network to go quiet too (Visits.visit waits later,
-        while it works), `open_sections` opens its collapsed sections."""
+        while it works), `open_sections` opens its collapsed sections. `reuse` loads it in the
+        recorder's one tab, which the caller leaves open: a new tab starts a renderer process, about
+        0.3 s of a page's visit on this machine (Visits, one visit after another, each left quiet)."""
         visit = Visit(url=self.base_url + path)
         self.current = visit
-        page = self.context.new_page()
-
-        def on_console(msg):
-            if msg.type == "error":
-                loc = msg.location or {}
-                visit.console_errors.append(f"{msg.text} ({loc.get('url', '')}:{loc.get('lineNumber', '')})")
-
-        def on_failed(request):
-            if request.url not in visit.external_requests:
-                visit.failed_requests.append(f"{request.url}: {request.failure}")
-
-        def on_response(response):
-            if response.status >= 400:
-                visit.failed_requests.append(f"{response.url}: HTTP {response.status}")
-
-        def on_request(request):
-            visit.last_activity = time.monotonic()
-            if request.resource_type != "eventsource":   # `serve`'s reload stream never ends
-                visit.in_flight.add(request)
-
-        def on_finished(request):
-            visit.in_flight.discard(request)
-            visit.last_activity = time.monotonic()
-
-        def on_failed_request(request):
-            on_finished(request)
-            on_failed(request)
-
-        page.on("console", on_console)
-        page.on("pageerror", lambda exc: visit.console_errors.append(f"uncaught: {exc}"))
-        page.on("request", on_request)
-        page.on("requestfinished", on_finished)
-        page.on("requestfailed", on_failed_request)
-        page.on("response", on_response)
+        if reuse:
+            if self.tab is None:
+                self.tab = self.context.new_page()
+                _listen(self.tab, lambda: self.current)
+            page = self.tab
+            page.emulate_media(color_scheme=self.color_scheme)   # a visit may have left the other theme
+        else:
+            page = self.context.new_page()
+            _listen(page, lambda: visit)
         response = page.goto(visit.url, wait_until="load")
         visit.status = response.status if response else None
         if settle:
@@ -235,12 +252,13 @@ def wait_for_quiet(page, visit: Visit) -> None:
         page.evaluate("0")   # a round trip: Playwright delivers the request events sent before it
         now = time.monotonic()
         quiet_for = now - visit.last_activity
-        if not visit.in_flight and quiet_for >= QUIET_S:
+        loading = [r for r in visit.in_flight if r.resource_type != "eventsource"]   # `serve`'s stream never ends
+        if not loading and quiet_for >= QUIET_S:
             return
         if now - started > SETTLE_LIMIT_S:
-            pending = ", ".join(sorted(r.url for r in visit.in_flight)[:3])
+            pending = ", ".join(sorted(r.url for r in loading)[:3])
             pytest.fail(f"{visit.url}: requests still in flight after {SETTLE_LIMIT_S} s: {pending}", pytrace=False)
-        page.wait_for_timeout(25 if visit.in_flight else max(25, 1000 * (QUIET_S - quiet_for)))
+        page.wait_for_timeout(25 if loading else max(25, 1000 * (QUIET_S - quiet_for)))
 
 
 def slug(path: str) -> str:
@@ -413,13 +431,10 @@ class Visits:
         """The page at this width, loaded and checked once."""
         if path not in self.seen[width]:
             viewport, scheme = WIDTHS[width]
-            page, visit = self._recorder(width).open(path, open_sections=False, settle=False)
-            try:
-                # axe-core once per shape of page (a page outside the build: on its own)
-                axe_for = self.groups[path] if path in self.groups else None if path in self.grouped else [path]
-                _check_page(page, path, visit, viewport, scheme, axe_for)
-            finally:
-                page.close()
+            page, visit = self._recorder(width).open(path, open_sections=False, settle=False, reuse=True)
+            # axe-core once per shape of page (a page outside the build: on its own)
+            axe_for = self.groups[path] if path in self.groups else None if path in self.grouped else [path]
+            _check_page(page, path, visit, viewport, scheme, axe_for)
             self.seen[width][path] = visit
         return self.seen[width][path]
 
