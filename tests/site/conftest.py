@@ -236,8 +236,8 @@ class Recorder:
         self.context.close()
 
 
-QUIET_S = 0.15   # no request started or in flight for this long: the page has settled
-SETTLE_LIMIT_S = 30
+QUIET_S = 0.15        # none in flight, none started or ended for this long: the page has settled
+SETTLE_LIMIT_S = 30   # a page still loading after this long fails
 
 
 def wait_for_quiet(page, visit: Visit) -> None:
@@ -248,8 +248,8 @@ def wait_for_quiet(page, visit: Visit) -> None:
     while another is in flight or right after the load. A page already quiet (the checks before
     took longer) returns at once. Every request is still seen, and a failed one recorded."""
     started = time.monotonic()
+    page.evaluate("0")   # a round trip: Playwright delivers the request events sent before it
     while True:
-        page.evaluate("0")   # a round trip: Playwright delivers the request events sent before it
         now = time.monotonic()
         quiet_for = now - visit.last_activity
         loading = [r for r in visit.in_flight if r.resource_type != "eventsource"]   # `serve`'s stream never ends
@@ -258,7 +258,7 @@ def wait_for_quiet(page, visit: Visit) -> None:
         if now - started > SETTLE_LIMIT_S:
             pending = ", ".join(sorted(r.url for r in loading)[:3])
             pytest.fail(f"{visit.url}: requests still in flight after {SETTLE_LIMIT_S} s: {pending}", pytrace=False)
-        page.wait_for_timeout(25 if loading else max(25, 1000 * (QUIET_S - quiet_for)))
+        page.wait_for_timeout(25 if loading else max(25, 1000 * (QUIET_S - quiet_for)))   # a round trip too
 
 
 def slug(path: str) -> str:
@@ -387,7 +387,7 @@ def _check_page(page, path: str, visit: Visit, viewport: dict, scheme: str, axe_
     visit.layout[other] = page.evaluate(LAYOUT_PROBE, LAYOUT_LIMITS)
     page.emulate_media(color_scheme=scheme)
     visit.layout[scheme] = page.evaluate(LAYOUT_PROBE, LAYOUT_LIMITS)
-    # every request the page started has ended, and none started since (after the work above)
+    # every request the page started has ended, none started or ended for QUIET_S (after the work above)
     wait_for_quiet(page, visit)
     visit.links = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
     visit.figures = page.evaluate(FIGURE_PROBE)
