@@ -53,14 +53,53 @@ def crystallization(lens_rows: list[dict]) -> dict:
             "per_dimension": {d: rankstats.mean(v) for d, v in sorted(depths.items())}}
 
 
-def _rho_of(items_by_seed: dict, seeds: list[str], patch_score: str = PATCH_SCORE) -> float:
-    """The attribution-vs-patching rho of one dimension over the (resampled) seeds."""
-    joined = {}
-    for k, seed in enumerate(seeds):  # a seed drawn twice counts twice
-        for (dimension, pair, component), both in items_by_seed[seed]:
-            joined[(dimension, f"{pair}#{k}", component)] = both
-    rhos = rankstats.dimension_rhos(rankstats.component_scores(joined, patch_score))
-    return next(iter(rhos.values())) if rhos else float("nan")
+class SeedGroups:
+    """Each seed's joined rows, grouped by (dimension, component) once, for the seed bootstrap.
+
+    A resample's component scores are `rankstats.component_scores` of the rows of the seeds it
+    drew, a seed drawn twice counting twice. Building that joined table and grouping it again for
+    each of the 1,000 resamples was most of a study's bundle stage. Here each resample extends the
+    seeds' groups instead. rankstats' own statistics then score them (`mean`, `ratio_of_means`,
+    `patch_fraction`). They sum with math.fsum, which rounds the exact sum once, so the order the
+    rows come in cannot change a bit (tests/measure/test_seed_groups.py compares the two)."""
+
+    def __init__(self, items_by_seed: dict[str, list], patch_score: str = PATCH_SCORE):
+        if patch_score not in rankstats.PATCH_SCORES:
+            raise ValueError(f"unknown patch score {patch_score!r} (known: {', '.join(rankstats.PATCH_SCORES)})")
+        self.patch_score = patch_score
+        self.groups: dict[str, dict[tuple[str, str], tuple[list, list]]] = {}
+        for seed, items in items_by_seed.items():
+            groups = self.groups[seed] = {}
+            for (dimension, _pair, component), (attr_row, patch_row) in items:
+                attr, patch = groups.setdefault((dimension, component), ([], []))
+                attr.append(attr_row["attribution"])
+                patch.append(patch_row)
+
+    def scores(self, seeds: list[str]) -> dict[str, dict[str, tuple[float, float]]]:
+        """What rankstats.component_scores gives for the joined rows of `seeds`."""
+        buckets: dict[tuple[str, str], tuple[list, list]] = {}
+        for seed in seeds:
+            for key, (attr, patch) in self.groups[seed].items():
+                if key in buckets:
+                    buckets[key][0].extend(attr)
+                    buckets[key][1].extend(patch)
+                else:
+                    buckets[key] = (list(attr), list(patch))
+        out: dict[str, dict[str, tuple[float, float]]] = {}
+        for (dimension, component), (attr, patch) in sorted(buckets.items()):
+            patch_value = (rankstats.mean(rankstats.patch_fraction(r) for r in patch)
+                           if self.patch_score == "mean_ratio" else rankstats.ratio_of_means(patch))
+            out.setdefault(dimension, {})[component] = (rankstats.mean(attr), patch_value)
+        return out
+
+
+def rows_by_seed(joined: dict, dimension: str | None = None) -> dict[str, list]:
+    """The joined rows (rankstats.join_rows) of each seed, of one dimension or of all, in key order."""
+    by_seed = defaultdict(list)
+    for key, both in sorted(joined.items()):
+        if dimension is None or key[0] == dimension:
+            by_seed[both[0]["seed_id"]].append((key, both))
+    return by_seed
 
 
 def rho_intervals(attr_rows, patch_rows, mode: str = RANK_MODE, dimensions=None,
@@ -73,12 +112,12 @@ def rho_intervals(attr_rows, patch_rows, mode: str = RANK_MODE, dimensions=None,
         dimensions = sorted({key[0] for key in joined})
     out = {}
     for d in dimensions:
-        by_seed = defaultdict(list)
-        for key, both in sorted(joined.items()):
-            if key[0] == d:
-                by_seed[both[0]["seed_id"]].append((key, both))
-        seeds = sorted(by_seed)
-        out[d] = list(rankstats.seed_bootstrap(seeds, lambda s: _rho_of(by_seed, s, patch_score), **BOOTSTRAP))
+        groups = SeedGroups(rows_by_seed(joined, d), patch_score)
+
+        def rho(seeds, groups=groups):
+            rhos = rankstats.dimension_rhos(groups.scores(seeds))
+            return next(iter(rhos.values())) if rhos else float("nan")
+        out[d] = list(rankstats.seed_bootstrap(sorted(groups.groups), rho, **BOOTSTRAP))
     return out
 
 
@@ -88,10 +127,8 @@ class _KeyRecovery:
     def __init__(self, attr_rows, patch_rows, key: dict, mode: str, patch_score: str = PATCH_SCORE):
         self.patch_score = patch_score
         self.key = {d: set(v["components"]) for d, v in key["dimensions"].items()}
-        joined = rankstats.join_rows(attr_rows, patch_rows, mode)
-        self.by_seed = defaultdict(list)
-        for (dimension, pair, component), both in sorted(joined.items()):
-            self.by_seed[both[0]["seed_id"]].append(((dimension, pair, component), both))
+        self.by_seed = rows_by_seed(rankstats.join_rows(attr_rows, patch_rows, mode))
+        self.groups = SeedGroups(self.by_seed, patch_score)
         self.seed_dimension = {s: items[0][0][0] for s, items in self.by_seed.items()}
         self.cache: dict[tuple, dict] = {}
 
@@ -99,12 +136,8 @@ class _KeyRecovery:
         """{dimension: {"attribution": auc, "patching": auc}} over the (resampled) seeds."""
         token = tuple(seeds)
         if token not in self.cache:
-            joined = {}
-            for k, seed in enumerate(seeds):  # a seed drawn twice counts twice
-                for (dimension, pair, component), both in self.by_seed[seed]:
-                    joined[(dimension, f"{pair}#{k}", component)] = both
             out = {}
-            for dimension, comps in rankstats.component_scores(joined, self.patch_score).items():
+            for dimension, comps in self.groups.scores(seeds).items():   # a seed drawn twice counts twice
                 names = list(comps)
                 positive = [c in self.key.get(dimension, ()) for c in names]
                 out[dimension] = {

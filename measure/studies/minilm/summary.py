@@ -24,7 +24,7 @@ from safe_io import write_atomic
 from measure.instruments import offdist
 from measure.runner.jsonio import fixed, json_text, read_jsonl
 from measure.runner.rows import attribution_gap
-from measure.runner.summary import BOOTSTRAP, crystallization, lineage
+from measure.runner.summary import BOOTSTRAP, SeedGroups, crystallization, lineage, rows_by_seed
 from measure.studies.minilm import balance, heldout
 from measure.studies.minilm.data import DIMENSIONS, FOLDS
 
@@ -52,22 +52,15 @@ def _rhos(attr, patch, mode=RANK_MODE, patch_score=PATCH_SCORE) -> dict[str, flo
 
 def rho_intervals(attr: list[dict], patch: list[dict], mode: str = RANK_MODE) -> dict[str, list[float]]:
     """Per dimension: the seed-bootstrap interval (BOOTSTRAP) of its rho, seeds drawn with
-    replacement (a seed drawn twice counts twice)."""
+    replacement (a seed drawn twice counts twice: SeedGroups)."""
     joined = rankstats.join_rows(attr, patch, mode)
     out = {}
     for d in present(attr):
-        by_seed = defaultdict(list)
-        for key, both in sorted(joined.items()):
-            if key[0] == d:
-                by_seed[both[0]["seed_id"]].append((key, both))
+        groups = SeedGroups(rows_by_seed(joined, d), PATCH_SCORE)
 
-        def rho(seeds):
-            sample = {}
-            for k, seed in enumerate(seeds):
-                for (dim, pair, comp), both in by_seed[seed]:
-                    sample[(dim, f"{pair}#{k}", comp)] = both
-            return rankstats.dimension_rhos(rankstats.component_scores(sample, PATCH_SCORE))[d]
-        out[d] = list(rankstats.seed_bootstrap(sorted(by_seed), rho, **BOOTSTRAP))
+        def rho(seeds, groups=groups, d=d):
+            return rankstats.dimension_rhos(groups.scores(seeds))[d]
+        out[d] = list(rankstats.seed_bootstrap(sorted(groups.groups), rho, **BOOTSTRAP))
     return out
 
 
