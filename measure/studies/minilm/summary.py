@@ -14,7 +14,6 @@ Beyond the keys every study has (`rank_mode`, `per_dimension_rho`, `mean_rho`, `
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
 from bundle_kit import rankstats
